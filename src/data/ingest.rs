@@ -1,0 +1,640 @@
+//! `privalign ingest`: raw score files → prepared dataset (design §3–§4).
+//!
+//! All three input forms are first turned into one *canonical frame* sorted by
+//! (prompt_id, response_id) — columns `prompt_id` (Utf8), `response_id`
+//! (Int64), `correct` (Float64), optional `gen_seconds`, one Float64 column per
+//! reward model (null = unscored) and the source row — and then share one
+//! validation and writing path, so equivalent inputs give identical datasets.
+//!
+//! Decisions where design §3 is silent:
+//! * Reward rows whose (prompt_id, response_id) is not in the responses file are
+//!   an error: they almost always mean the files come from different runs.
+//! * Without `--response-col`, a flat table's responses are numbered 0, 1, … per
+//!   prompt in file order (the nested JSONL's numbering, so the forms agree).
+//! * `base_accuracy.mean_over_prompts` averages per-prompt pool means, the base
+//!   the per-prompt lift of design §7 is measured against.
+
+use anyhow::{Context, Result};
+use polars::prelude::*;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::cols;
+use super::nested_jsonl::{NestedKeys, read_nested_jsonl};
+use super::prepared::{
+    self, BaseAccuracy, Counts, DatasetManifest, SourceFileInfo, SourceInfo, prompt_offsets,
+};
+use super::read::{self, SourceFile};
+use crate::bail_input;
+use crate::fsutil::{StagedDir, write_atomic};
+
+/// Which of the three input forms to read.
+#[derive(Clone, Debug)]
+pub enum IngestSource {
+    /// A responses parquet plus one reward parquet per reward model.
+    ParquetPair {
+        responses: PathBuf,
+        rewards: Vec<(String, PathBuf)>,
+    },
+    /// One flat table (parquet, CSV or JSONL), one row per response.
+    Table {
+        path: PathBuf,
+        prompt_col: String,
+        correct_col: String,
+        response_col: Option<String>,
+        /// (reward model name, column)
+        reward_cols: Vec<(String, String)>,
+        /// Column with per-response generation time; `None` uses `gen_seconds` if present.
+        gen_seconds_col: Option<String>,
+    },
+    /// The paper's nested JSONL.
+    NestedJsonl { path: PathBuf, keys: NestedKeys },
+}
+
+/// Everything `privalign ingest` needs.
+#[derive(Clone, Debug)]
+pub struct IngestOptions {
+    pub source: IngestSource,
+    pub out: PathBuf,
+    /// Dataset name; defaults to the output directory's name.
+    pub name: Option<String>,
+    pub policy: Option<String>,
+    pub task: Option<String>,
+    /// Drop responses that some reward model did not score instead of failing.
+    pub drop_unscored: bool,
+    /// Replace an existing output directory.
+    pub force: bool,
+}
+
+/// What ingest did, for the CLI to print.
+#[derive(Debug)]
+pub struct IngestReport {
+    pub out: PathBuf,
+    pub manifest: DatasetManifest,
+}
+
+/// Run ingest end to end. Nothing is written unless every check passes.
+pub fn ingest(opts: &IngestOptions) -> Result<IngestReport> {
+    // Refuse an existing output before doing any work.
+    if opts.out.exists() && !opts.force {
+        bail_input!(
+            "{}: already exists; choose another --out or pass --force to replace it",
+            opts.out.display()
+        );
+    }
+    let (frame, reward_models, form, files) = match &opts.source {
+        IngestSource::ParquetPair { responses, rewards } => {
+            let (df, names) = canonical_from_pair(responses, rewards)?;
+            let mut files = vec![(String::from("responses"), responses.clone())];
+            files.extend(
+                rewards
+                    .iter()
+                    .map(|(n, p)| (format!("rewards:{n}"), p.clone())),
+            );
+            (df, names, "parquet-pair", files)
+        }
+        IngestSource::Table {
+            path,
+            prompt_col,
+            correct_col,
+            response_col,
+            reward_cols,
+            gen_seconds_col,
+        } => {
+            let df = canonical_from_table(
+                path,
+                prompt_col,
+                correct_col,
+                response_col.as_deref(),
+                reward_cols,
+                gen_seconds_col.as_deref(),
+            )?;
+            let names = reward_cols.iter().map(|(n, _)| n.clone()).collect();
+            (df, names, "table", vec![("table".into(), path.clone())])
+        }
+        IngestSource::NestedJsonl { path, keys } => {
+            super::check_reward_model_name(&keys.reward_name)?;
+            let src = SourceFile::lines(path);
+            let df = read::sort_by_key(&read_nested_jsonl(path, keys)?)?;
+            reject_duplicates(&df, &src, "each prompt should appear on one line only")?;
+            (
+                df,
+                vec![keys.reward_name.clone()],
+                "nested-jsonl",
+                vec![("nested-jsonl".into(), path.clone())],
+            )
+        }
+    };
+    let primary = match &opts.source {
+        IngestSource::ParquetPair { responses, .. } => SourceFile::rows(responses),
+        IngestSource::Table { path, .. } => SourceFile::rows(path),
+        IngestSource::NestedJsonl { path, .. } => SourceFile::lines(path),
+    };
+    let (frame, dropped) = handle_unscored(frame, &reward_models, &primary, opts.drop_unscored)?;
+    let offsets = check_prompt_sizes(&frame, &primary)?;
+    let mut out_df = output_frame(&frame, &reward_models)?;
+    drop(frame);
+
+    let name = match &opts.name {
+        Some(n) => n.clone(),
+        None => opts
+            .out
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "dataset".into()),
+    };
+    let manifest = build_manifest(
+        &out_df,
+        &offsets,
+        &reward_models,
+        name,
+        opts,
+        form,
+        &files,
+        dropped,
+    )?;
+
+    let stage = StagedDir::new(&opts.out, opts.force)?;
+    let scores = stage.path().join(prepared::SCORES_FILE);
+    let f = File::create(&scores).with_context(|| format!("creating {}", scores.display()))?;
+    ParquetWriter::new(f)
+        .with_compression(ParquetCompression::Zstd(None))
+        .finish(&mut out_df)
+        .map_err(anyhow::Error::from)
+        .with_context(|| format!("writing {}", scores.display()))?;
+    let yaml = yaml_serde::to_string(&manifest)?;
+    write_atomic(&stage.path().join(prepared::MANIFEST_FILE), yaml.as_bytes())?;
+    stage.commit()?;
+    Ok(IngestReport {
+        out: opts.out.clone(),
+        manifest,
+    })
+}
+
+/// Canonical frame from a responses parquet and one reward parquet per model.
+fn canonical_from_pair(
+    responses: &Path,
+    rewards: &[(String, PathBuf)],
+) -> Result<(DataFrame, Vec<String>)> {
+    if rewards.is_empty() {
+        bail_input!("no reward files given; pass --rewards NAME=PATH once per reward model");
+    }
+    let mut names: Vec<String> = Vec::new();
+    for (n, _) in rewards {
+        super::check_reward_model_name(n)?;
+        if names.contains(n) {
+            bail_input!("reward model {n:?} is given twice; each --rewards needs a distinct NAME");
+        }
+        names.push(n.clone());
+    }
+    let src = SourceFile::rows(responses);
+    let raw = read::read_table(responses)?;
+    let fix_cols = "the responses file needs prompt_id, response_id and correct columns (or use --table with --prompt-col/--correct-col to name other columns)";
+    let mut columns = vec![read::prompt_id_column(
+        read::require_column(&raw, &src, cols::PROMPT_ID, fix_cols)?,
+        &src,
+        &raw,
+    )?];
+    // Build step by step so later checks can name the prompt of a bad row.
+    let with_pid = DataFrame::new_infer_height(vec![
+        columns[0].clone(),
+        raw.column(cols::SOURCE_ROW)?.clone(),
+    ])?;
+    let rid = read::response_id_column(
+        read::require_column(&raw, &src, cols::RESPONSE_ID, fix_cols)?,
+        &src,
+        &with_pid,
+    )?;
+    columns.push(rid);
+    let located = DataFrame::new_infer_height(vec![
+        columns[0].clone(),
+        columns[1].clone(),
+        raw.column(cols::SOURCE_ROW)?.clone(),
+    ])?;
+    columns.push(read::correct_column(
+        read::require_column(&raw, &src, cols::CORRECT, fix_cols)?,
+        &src,
+        &located,
+    )?);
+    if let Ok(g) = raw.column(cols::GEN_SECONDS) {
+        columns.push(read::gen_seconds_column(g, &src, &located)?);
+    }
+    columns.push(raw.column(cols::SOURCE_ROW)?.clone());
+    drop(raw);
+    let mut frame = read::sort_by_key(&DataFrame::new_infer_height(columns)?)?;
+    reject_duplicates(
+        &frame,
+        &src,
+        "each (prompt_id, response_id) must appear once",
+    )?;
+
+    for (name, path) in rewards {
+        frame = join_rewards(frame, name, path)?;
+    }
+    Ok((frame, names))
+}
+
+/// Left-join one reward file onto the (sorted) responses frame, checking the
+/// reward file's own rows: types, NaN, duplicates and orphans.
+fn join_rewards(frame: DataFrame, name: &str, path: &Path) -> Result<DataFrame> {
+    let src = SourceFile::rows(path);
+    let raw = read::read_table(path)?;
+    let fix = "a reward file needs prompt_id, response_id and reward columns";
+    let pid = read::prompt_id_column(
+        read::require_column(&raw, &src, cols::PROMPT_ID, fix)?,
+        &src,
+        &raw,
+    )?;
+    let with_pid =
+        DataFrame::new_infer_height(vec![pid.clone(), raw.column(cols::SOURCE_ROW)?.clone()])?;
+    let rid = read::response_id_column(
+        read::require_column(&raw, &src, cols::RESPONSE_ID, fix)?,
+        &src,
+        &with_pid,
+    )?;
+    let located = DataFrame::new_infer_height(vec![
+        pid.clone(),
+        rid.clone(),
+        raw.column(cols::SOURCE_ROW)?.clone(),
+    ])?;
+    let reward = read::reward_column(
+        read::require_column(&raw, &src, cols::REWARD, fix)?,
+        &src,
+        &located,
+        name,
+    )?;
+    let row_col = format!("__row_{name}");
+    let rw_rows = raw.height();
+    let right = DataFrame::new_infer_height(vec![
+        pid,
+        rid,
+        reward,
+        raw.column(cols::SOURCE_ROW)?
+            .clone()
+            .with_name(row_col.as_str().into()),
+    ])?;
+    drop(raw);
+    drop(located);
+    let before = frame.height();
+    let mut args = JoinArgs::new(JoinType::Left);
+    args.maintain_order = MaintainOrderJoin::Left;
+    let keys = [cols::PROMPT_ID, cols::RESPONSE_ID];
+    let joined = frame.join(&right, keys, keys, args, None)?;
+    if joined.height() != before {
+        // A response matched several reward rows: the reward file repeats a key.
+        if let Some((i, n)) = read::adjacent_duplicate(&joined)? {
+            let r = joined.column(&row_col)?;
+            bail_input!(
+                "{}: {}s {} and {} both score (prompt {}, response {}){}; each response needs exactly one reward per model",
+                src.name(),
+                src.row_word,
+                r.get(i)?,
+                r.get(i + 1)?,
+                joined.column(cols::PROMPT_ID)?.get(i)?,
+                joined.column(cols::RESPONSE_ID)?.get(i)?,
+                if n > 1 {
+                    format!(" ({n} duplicates in all)")
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    let matched = joined.height() - joined.column(&row_col)?.null_count();
+    if matched < rw_rows {
+        // Reward rows whose key the responses lack: join the reward file
+        // (in file order) against the response keys and find the unmatched.
+        let present = DataFrame::new_infer_height(vec![
+            frame.column(cols::PROMPT_ID)?.clone(),
+            frame.column(cols::RESPONSE_ID)?.clone(),
+            Column::new("__present".into(), vec![true; frame.height()]),
+        ])?;
+        let mut args = JoinArgs::new(JoinType::Left);
+        args.maintain_order = MaintainOrderJoin::Left;
+        let marked = right.join(&present, keys, keys, args, None)?;
+        let i = marked
+            .column("__present")?
+            .is_null()
+            .iter()
+            .position(|b| b == Some(true))
+            .unwrap_or(0);
+        let orphans = marked;
+        let row = orphans.column(&row_col)?.get(i)?;
+        bail_input!(
+            "{}: {} {row} (prompt {}, response {}) scores a response that is not in the responses file ({} such rows); check that both files come from the same generation run",
+            src.name(),
+            src.row_word,
+            orphans.column(cols::PROMPT_ID)?.get(i)?,
+            orphans.column(cols::RESPONSE_ID)?.get(i)?,
+            rw_rows - matched
+        );
+    }
+    drop(frame);
+    Ok(joined.drop(&row_col)?)
+}
+
+/// Canonical frame from one flat table with user-named columns.
+fn canonical_from_table(
+    path: &Path,
+    prompt_col: &str,
+    correct_col: &str,
+    response_col: Option<&str>,
+    reward_cols: &[(String, String)],
+    gen_seconds_col: Option<&str>,
+) -> Result<DataFrame> {
+    if reward_cols.is_empty() {
+        bail_input!("no reward columns given; pass --reward-col NAME=COLUMN once per reward model");
+    }
+    let src = SourceFile::rows(path);
+    let raw = read::read_table(path)?;
+    let pid = read::prompt_id_column(
+        read::require_column(&raw, &src, prompt_col, "pass the right --prompt-col")?,
+        &src,
+        &raw,
+    )?;
+    let rid = match response_col {
+        Some(c) => {
+            let with_pid = DataFrame::new_infer_height(vec![
+                pid.clone(),
+                raw.column(cols::SOURCE_ROW)?.clone(),
+            ])?;
+            read::response_id_column(
+                read::require_column(
+                    &raw,
+                    &src,
+                    c,
+                    "pass the right --response-col, or omit it to number responses in file order",
+                )?,
+                &src,
+                &with_pid,
+            )?
+        }
+        None => {
+            let mut next: HashMap<&str, i64> = HashMap::new();
+            let ids: Vec<i64> = pid
+                .str()?
+                .iter()
+                .map(|p| {
+                    let p = p.unwrap_or_default();
+                    let k = next.entry(p).or_insert(0);
+                    *k += 1;
+                    *k - 1
+                })
+                .collect();
+            Column::new(cols::RESPONSE_ID.into(), ids)
+        }
+    };
+    let located = DataFrame::new_infer_height(vec![
+        pid.clone(),
+        rid.clone(),
+        raw.column(cols::SOURCE_ROW)?.clone(),
+    ])?;
+    let mut columns = vec![pid, rid];
+    columns.push(read::correct_column(
+        read::require_column(&raw, &src, correct_col, "pass the right --correct-col")?,
+        &src,
+        &located,
+    )?);
+    let gen_secs = match gen_seconds_col {
+        Some(c) => Some(read::require_column(
+            &raw,
+            &src,
+            c,
+            "pass the right --gen-seconds-col",
+        )?),
+        None => raw.column(cols::GEN_SECONDS).ok(),
+    };
+    if let Some(g) = gen_secs {
+        columns.push(read::gen_seconds_column(g, &src, &located)?);
+    }
+    let mut seen = Vec::new();
+    for (name, col) in reward_cols {
+        super::check_reward_model_name(name)?;
+        if seen.contains(name) {
+            bail_input!(
+                "reward model {name:?} is given twice; each --reward-col needs a distinct NAME"
+            );
+        }
+        seen.push(name.clone());
+        columns.push(read::reward_column(
+            read::require_column(&raw, &src, col, "pass the right --reward-col NAME=COLUMN")?,
+            &src,
+            &located,
+            name,
+        )?);
+    }
+    columns.push(raw.column(cols::SOURCE_ROW)?.clone());
+    drop(raw);
+    let frame = read::sort_by_key(&DataFrame::new_infer_height(columns)?)?;
+    reject_duplicates(
+        &frame,
+        &src,
+        "each (prompt, response) pair must appear once",
+    )?;
+    Ok(frame)
+}
+
+/// Fail if a key-sorted canonical frame repeats a (prompt_id, response_id).
+fn reject_duplicates(df: &DataFrame, src: &SourceFile, fix: &str) -> Result<()> {
+    if let Some((i, n)) = read::adjacent_duplicate(df)? {
+        let r = df.column(cols::SOURCE_ROW)?;
+        bail_input!(
+            "{}: {}s {} and {} have the same (prompt {}, response {}){}; {fix}",
+            src.name(),
+            src.row_word,
+            r.get(i)?,
+            r.get(i + 1)?,
+            df.column(cols::PROMPT_ID)?.get(i)?,
+            df.column(cols::RESPONSE_ID)?.get(i)?,
+            if n > 1 {
+                format!(" ({n} duplicates in all)")
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(())
+}
+
+/// Unscored responses (a null reward for some model) are an error unless the
+/// user asked to drop them. Returns the frame and how many rows were dropped.
+fn handle_unscored(
+    frame: DataFrame,
+    reward_models: &[String],
+    src: &SourceFile,
+    drop_unscored: bool,
+) -> Result<(DataFrame, usize)> {
+    let mut any_null: Option<BooleanChunked> = None;
+    for m in reward_models {
+        let c = frame.column(m)?;
+        if c.null_count() == 0 {
+            continue;
+        }
+        if !drop_unscored {
+            let mask = c.is_null();
+            let i = mask.iter().position(|b| b == Some(true)).unwrap_or(0);
+            bail_input!(
+                "{}: {} response(s) have no score from reward model {m:?}, first {}; score them, or pass --drop-unscored to leave them out",
+                src.name(),
+                c.null_count(),
+                src.locate(&frame, i)
+            );
+        }
+        let mask = c.is_null();
+        any_null = Some(match any_null {
+            Some(a) => &a | &mask,
+            None => mask,
+        });
+    }
+    match any_null {
+        None => Ok((frame, 0)),
+        Some(mask) => {
+            let dropped = mask.sum().unwrap_or(0) as usize;
+            let keep = !&mask;
+            Ok((frame.filter(&keep)?, dropped))
+        }
+    }
+}
+
+/// Every prompt needs ≥ 2 responses (a selection among one is no selection).
+/// Returns the prompt offsets of the sorted frame.
+fn check_prompt_sizes(frame: &DataFrame, src: &SourceFile) -> Result<Vec<usize>> {
+    if frame.height() == 0 {
+        bail_input!("{}: no responses left to ingest", src.name());
+    }
+    let pid = frame.column(cols::PROMPT_ID)?.str()?.clone();
+    let offsets = prompt_offsets(&pid);
+    let small: Vec<(String, usize)> = offsets
+        .windows(2)
+        .filter(|w| w[1] - w[0] < 2)
+        .map(|w| (pid.get(w[0]).unwrap_or_default().to_string(), w[1] - w[0]))
+        .collect();
+    if let Some((p, k)) = small.first() {
+        let others = if small.len() > 1 {
+            format!(" and {} more prompt(s)", small.len() - 1)
+        } else {
+            String::new()
+        };
+        bail_input!(
+            "{}: prompt {p:?} has {k} response(s){others}; every prompt needs at least 2 responses to select among — remove it or generate more responses",
+            src.name()
+        );
+    }
+    Ok(offsets)
+}
+
+/// The frame written to `scores.parquet` (design §4 types and order).
+fn output_frame(frame: &DataFrame, reward_models: &[String]) -> Result<DataFrame> {
+    let mut columns = vec![
+        frame.column(cols::PROMPT_ID)?.clone(),
+        frame.column(cols::RESPONSE_ID)?.clone(),
+        frame.column(cols::CORRECT)?.cast(&DataType::Float32)?,
+    ];
+    for m in reward_models {
+        columns.push(frame.column(m)?.cast(&DataType::Float32)?);
+    }
+    if let Ok(g) = frame.column(cols::GEN_SECONDS) {
+        columns.push(g.cast(&DataType::Float32)?);
+    }
+    Ok(DataFrame::new_infer_height(columns)?)
+}
+
+/// Hex sha256 of a file, streamed.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let mut f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f
+            .read(&mut buf)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_manifest(
+    out_df: &DataFrame,
+    offsets: &[usize],
+    reward_models: &[String],
+    name: String,
+    opts: &IngestOptions,
+    form: &str,
+    files: &[(String, PathBuf)],
+    dropped: usize,
+) -> Result<DatasetManifest> {
+    let correct: Vec<f64> = out_df
+        .column(cols::CORRECT)?
+        .cast(&DataType::Float64)?
+        .f64()?
+        .into_no_null_iter()
+        .collect();
+    let prompts = offsets.len() - 1;
+    let mut sizes: Vec<usize> = offsets.windows(2).map(|w| w[1] - w[0]).collect();
+    sizes.sort_unstable();
+    let median = if prompts % 2 == 1 {
+        sizes[prompts / 2] as f64
+    } else {
+        (sizes[prompts / 2 - 1] + sizes[prompts / 2]) as f64 / 2.0
+    };
+    let per_prompt: f64 = offsets
+        .windows(2)
+        .map(|w| correct[w[0]..w[1]].iter().sum::<f64>() / (w[1] - w[0]) as f64)
+        .sum::<f64>()
+        / prompts as f64;
+    let pooled = correct.iter().sum::<f64>() / correct.len() as f64;
+    let binary = correct.iter().all(|&c| c == 0.0 || c == 1.0);
+    let mut rewards = BTreeMap::new();
+    for m in reward_models {
+        let v: Vec<f64> = out_df
+            .column(m)?
+            .cast(&DataType::Float64)?
+            .f64()?
+            .into_no_null_iter()
+            .collect();
+        rewards.insert(m.clone(), prepared::reward_stats(&v));
+    }
+    let files = files
+        .iter()
+        .map(|(role, p)| {
+            Ok(SourceFileInfo {
+                role: role.clone(),
+                path: p.display().to_string(),
+                sha256: sha256_file(p)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(DatasetManifest {
+        name,
+        policy: opts.policy.clone(),
+        task: opts.task.clone(),
+        reward_models: reward_models.to_vec(),
+        correct_kind: if binary { "binary" } else { "continuous" }.into(),
+        has_gen_seconds: out_df.column(cols::GEN_SECONDS).is_ok(),
+        counts: Counts {
+            prompts,
+            responses: out_df.height(),
+            responses_per_prompt_min: sizes[0],
+            responses_per_prompt_median: median,
+            responses_per_prompt_max: sizes[prompts - 1],
+        },
+        base_accuracy: BaseAccuracy {
+            mean_over_prompts: per_prompt,
+            pooled,
+        },
+        rewards,
+        source: SourceInfo {
+            form: form.into(),
+            files,
+            dropped_unscored: dropped,
+        },
+        privalign_version: env!("CARGO_PKG_VERSION").into(),
+    })
+}

@@ -1,0 +1,247 @@
+//! The prepared dataset (design §4): `scores.parquet` + `dataset.yaml`, and
+//! its loader into per-prompt contiguous arrays for the engine.
+
+use anyhow::{Context, Result};
+use polars::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use super::cols;
+use crate::bail_input;
+
+pub const SCORES_FILE: &str = "scores.parquet";
+pub const MANIFEST_FILE: &str = "dataset.yaml";
+
+/// `dataset.yaml`: what the dataset is, where it came from, and summary
+/// statistics a user checks before trusting a sweep.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetManifest {
+    pub name: String,
+    /// Base policy label (e.g. "phi-3-mini-instruct").
+    pub policy: Option<String>,
+    /// Task label (e.g. "gsm8k").
+    pub task: Option<String>,
+    pub reward_models: Vec<String>,
+    /// `binary` when every `correct` is 0 or 1, else `continuous` (a gold score r* in [0, 1]).
+    pub correct_kind: String,
+    pub has_gen_seconds: bool,
+    pub counts: Counts,
+    /// Mean over prompts of each prompt's pool mean of r* (the base the lift is
+    /// measured against, design §7), and the pooled mean over all responses.
+    pub base_accuracy: BaseAccuracy,
+    /// Per reward model statistics of the raw (untransformed) scores.
+    pub rewards: BTreeMap<String, RewardStats>,
+    /// How the dataset was made: input form, files with sha256, dropped rows.
+    pub source: SourceInfo,
+    pub privalign_version: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Counts {
+    pub prompts: usize,
+    pub responses: usize,
+    pub responses_per_prompt_min: usize,
+    pub responses_per_prompt_median: f64,
+    pub responses_per_prompt_max: usize,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BaseAccuracy {
+    pub mean_over_prompts: f64,
+    pub pooled: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RewardStats {
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    /// 0.1% and 99.9% quantiles (nearest-rank), a robust range for `clip` transforms.
+    pub q001: f64,
+    pub q999: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SourceInfo {
+    /// `parquet-pair`, `table` or `nested-jsonl`.
+    pub form: String,
+    pub files: Vec<SourceFileInfo>,
+    /// Responses dropped because some reward model had not scored them (`--drop-unscored`).
+    pub dropped_unscored: usize,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SourceFileInfo {
+    /// `responses`, `rewards:NAME`, `table` or `nested-jsonl`.
+    pub role: String,
+    pub path: String,
+    pub sha256: String,
+}
+
+/// Nearest-rank quantile of `v` (which is reordered).
+fn quantile(v: &mut [f64], q: f64) -> f64 {
+    let n = v.len();
+    let k = ((q * n as f64).ceil() as usize).clamp(1, n) - 1;
+    let (_, x, _) = v.select_nth_unstable_by(k, |a, b| a.total_cmp(b));
+    *x
+}
+
+/// Statistics of one reward model's raw scores.
+pub fn reward_stats(values: &[f64]) -> RewardStats {
+    let mut v = values.to_vec();
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    RewardStats {
+        min,
+        max,
+        mean,
+        q001: quantile(&mut v, 0.001),
+        q999: quantile(&mut v, 0.999),
+    }
+}
+
+/// Prompt boundaries of a frame sorted by prompt id: `offsets[p]..offsets[p+1]`
+/// are prompt p's rows.
+pub fn prompt_offsets(prompt_ids: &StringChunked) -> Vec<usize> {
+    let mut offsets = vec![0];
+    let mut prev: Option<&str> = None;
+    for (i, p) in prompt_ids.iter().enumerate() {
+        if i > 0 && p != prev {
+            offsets.push(i);
+        }
+        prev = p;
+    }
+    offsets.push(prompt_ids.len());
+    if prompt_ids.is_empty() {
+        offsets.truncate(1);
+    }
+    offsets
+}
+
+/// A prepared dataset in memory: one offsets array plus one array per column
+/// (design §4: "not a dataframe").
+#[derive(Clone, Debug)]
+pub struct PreparedDataset {
+    pub dir: PathBuf,
+    pub manifest: DatasetManifest,
+    pub prompt_ids: Vec<String>,
+    /// Prompt p's responses are rows `offsets[p]..offsets[p+1]`.
+    pub offsets: Vec<usize>,
+    pub correct: Vec<f32>,
+    /// One array per reward model, in manifest order.
+    pub rewards: Vec<(String, Vec<f32>)>,
+    pub gen_seconds: Option<Vec<f32>>,
+}
+
+impl PreparedDataset {
+    pub fn prompts(&self) -> usize {
+        self.prompt_ids.len()
+    }
+
+    pub fn reward(&self, name: &str) -> Option<&[f32]> {
+        self.rewards
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_slice())
+    }
+
+    /// Load `dir/scores.parquet` and `dir/dataset.yaml`.
+    pub fn load(dir: &Path) -> Result<Self> {
+        let manifest_path = dir.join(MANIFEST_FILE);
+        let text = std::fs::read_to_string(&manifest_path).map_err(|e| {
+            crate::error::input_error(format!(
+                "{}: cannot read ({e}); is {} a dataset prepared by `privalign ingest`?",
+                manifest_path.display(),
+                dir.display()
+            ))
+        })?;
+        let manifest: DatasetManifest = yaml_serde::from_str(&text).map_err(|e| {
+            crate::error::input_error(format!(
+                "{}: not a valid dataset manifest ({e}); re-run `privalign ingest`",
+                manifest_path.display()
+            ))
+        })?;
+        let scores_path = dir.join(SCORES_FILE);
+        let f = File::open(&scores_path)
+            .with_context(|| format!("opening {}", scores_path.display()))?;
+        let df = ParquetReader::new(f)
+            .finish()
+            .map_err(anyhow::Error::from)
+            .with_context(|| format!("reading {}", scores_path.display()))?;
+        let f32_col = |name: &str| -> Result<Vec<f32>> {
+            let c = df.column(name).map_err(|_| {
+                crate::error::input_error(format!(
+                    "{}: missing column {name:?}; re-run `privalign ingest`",
+                    scores_path.display()
+                ))
+            })?;
+            let c = c.cast(&DataType::Float32)?;
+            Ok(c.f32()?.into_no_null_iter().collect())
+        };
+        let pid = df.column(cols::PROMPT_ID)?.str()?.clone();
+        let offsets = prompt_offsets(&pid);
+        let prompt_ids = offsets[..offsets.len() - 1]
+            .iter()
+            .map(|&o| pid.get(o).unwrap_or_default().to_string())
+            .collect();
+        let rewards = manifest
+            .reward_models
+            .iter()
+            .map(|m| Ok((m.clone(), f32_col(m)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let gen_seconds = if manifest.has_gen_seconds {
+            Some(f32_col(cols::GEN_SECONDS)?)
+        } else {
+            None
+        };
+        if df.height() != manifest.counts.responses {
+            bail_input!(
+                "{}: has {} rows but {} says {}; the dataset was modified after ingest — re-run `privalign ingest`",
+                scores_path.display(),
+                df.height(),
+                MANIFEST_FILE,
+                manifest.counts.responses
+            );
+        }
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            correct: f32_col(cols::CORRECT)?,
+            manifest,
+            prompt_ids,
+            offsets,
+            rewards,
+            gen_seconds,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_quantiles_match_brute_force() {
+        let v: Vec<f64> = (1..=2000).map(|i| i as f64).collect();
+        let s = reward_stats(&v);
+        assert_eq!(s.q001, 2.0); // ceil(0.001 * 2000) = 2nd smallest
+        assert_eq!(s.q999, 1998.0);
+        assert_eq!(s.min, 1.0);
+        assert_eq!(s.max, 2000.0);
+        assert!((s.mean - 1000.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn offsets_split_runs() {
+        let ca = StringChunked::from_slice("p".into(), &["a", "a", "b", "c", "c", "c"]);
+        assert_eq!(prompt_offsets(&ca), vec![0, 2, 3, 6]);
+    }
+}

@@ -1,0 +1,359 @@
+//! Reading raw input files and coercing their columns to canonical types.
+//!
+//! Every coercion checks what design §3 requires (types, nulls, NaN, range)
+//! and reports the first offending row as `FILE: row R (prompt P, response I):
+//! problem; fix`, plus how many rows share the problem, so a user can repair a
+//! file in one pass.
+
+use anyhow::{Context, Result};
+use polars::prelude::*;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use super::cols;
+use crate::bail_input;
+use crate::error::input_error;
+
+/// An input file and how its rows are numbered in error messages.
+#[derive(Clone, Debug)]
+pub struct SourceFile {
+    pub path: PathBuf,
+    /// "row" (1-based data row, header excluded) or "line" (1-based JSONL line).
+    pub row_word: &'static str,
+}
+
+impl SourceFile {
+    pub fn rows(path: &Path) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            row_word: "row",
+        }
+    }
+    pub fn lines(path: &Path) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            row_word: "line",
+        }
+    }
+    pub fn name(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    /// Describe row `idx` of `df` (a canonical frame): its source row and, when
+    /// present, its prompt and response ids.
+    pub fn locate(&self, df: &DataFrame, idx: usize) -> String {
+        let row = df
+            .column(cols::SOURCE_ROW)
+            .ok()
+            .and_then(|c| c.get(idx).ok())
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| (idx + 1).to_string());
+        let mut ids = Vec::new();
+        if let Ok(c) = df.column(cols::PROMPT_ID) {
+            if let Ok(AnyValue::String(s)) = c.get(idx) {
+                ids.push(format!("prompt {s:?}"));
+            }
+        }
+        if let Ok(c) = df.column(cols::RESPONSE_ID) {
+            if let Ok(v) = c.get(idx) {
+                if !v.is_null() {
+                    ids.push(format!("response {v}"));
+                }
+            }
+        }
+        if ids.is_empty() {
+            format!("{}: {} {row}", self.name(), self.row_word)
+        } else {
+            format!(
+                "{}: {} {row} ({})",
+                self.name(),
+                self.row_word,
+                ids.join(", ")
+            )
+        }
+    }
+}
+
+/// Supported tabular formats, chosen by file extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TableFormat {
+    Parquet,
+    Csv,
+    Jsonl,
+}
+
+impl TableFormat {
+    pub fn from_path(path: &Path) -> Result<Self> {
+        let ext = path
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        Ok(match ext.as_str() {
+            "parquet" | "pq" => Self::Parquet,
+            "csv" => Self::Csv,
+            "jsonl" | "ndjson" | "json" => Self::Jsonl,
+            _ => bail_input!(
+                "{}: unknown file type {ext:?}; privalign reads .parquet, .csv and .jsonl (one JSON object per line)",
+                path.display()
+            ),
+        })
+    }
+}
+
+/// Read a whole table into a DataFrame, adding [`cols::SOURCE_ROW`].
+pub fn read_table(path: &Path) -> Result<DataFrame> {
+    let format = TableFormat::from_path(path)?;
+    let meta = std::fs::metadata(path).map_err(|e| {
+        input_error(format!(
+            "{}: cannot open ({e}); check the path",
+            path.display()
+        ))
+    })?;
+    if meta.len() == 0 {
+        bail_input!("{}: the file is empty (0 bytes)", path.display());
+    }
+    let df = match format {
+        TableFormat::Parquet => {
+            let f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+            ParquetReader::new(f).finish().map_err(|e| {
+                input_error(format!(
+                    "{}: not a readable parquet file: {e}",
+                    path.display()
+                ))
+            })?
+        }
+        TableFormat::Csv => CsvReadOptions::default()
+            .with_has_header(true)
+            .with_infer_schema_length(Some(100_000))
+            .try_into_reader_with_file_path(Some(path.to_path_buf()))
+            .and_then(|r| r.finish())
+            .map_err(|e| {
+                input_error(format!("{}: not a readable CSV file: {e}", path.display()))
+            })?,
+        TableFormat::Jsonl => {
+            let f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+            JsonReader::new(f)
+                .with_json_format(JsonFormat::JsonLines)
+                .infer_schema_len(None)
+                .finish()
+                .map_err(|e| {
+                    input_error(format!(
+                        "{}: not readable as JSON lines (one object per line): {e}",
+                        path.display()
+                    ))
+                })?
+        }
+    };
+    if df.height() == 0 {
+        bail_input!("{}: the file has no rows", path.display());
+    }
+    with_source_rows(df)
+}
+
+/// Add the 1-based source row number column.
+pub fn with_source_rows(mut df: DataFrame) -> Result<DataFrame> {
+    let n = df.height() as u64;
+    let rows: Vec<u64> = (1..=n).collect();
+    df.with_column(Column::new(cols::SOURCE_ROW.into(), rows))?;
+    Ok(df)
+}
+
+/// Fetch `name` from `df` or fail naming the file, the column and what exists.
+pub fn require_column<'a>(
+    df: &'a DataFrame,
+    src: &SourceFile,
+    name: &str,
+    fix: &str,
+) -> Result<&'a Column> {
+    df.column(name).map_err(|_| {
+        let have: Vec<String> = df
+            .get_column_names()
+            .into_iter()
+            .filter(|c| c.as_str() != cols::SOURCE_ROW)
+            .map(|c| c.to_string())
+            .collect();
+        input_error(format!(
+            "{}: missing column {name:?} (found: {}); {fix}",
+            src.name(),
+            have.join(", ")
+        ))
+    })
+}
+
+/// First index where `bad` holds, and how many indices do.
+fn first_bad(mask: impl Iterator<Item = bool>) -> Option<(usize, usize)> {
+    let mut first = None;
+    let mut count = 0;
+    for (i, b) in mask.enumerate() {
+        if b {
+            count += 1;
+            first.get_or_insert(i);
+        }
+    }
+    first.map(|f| (f, count))
+}
+
+fn more(count: usize) -> String {
+    if count > 1 {
+        format!(" ({} rows in all)", count)
+    } else {
+        String::new()
+    }
+}
+
+/// Coerce a prompt-id column to Utf8. Integers become their decimal text.
+pub fn prompt_id_column(col: &Column, src: &SourceFile, df: &DataFrame) -> Result<Column> {
+    let dt = col.dtype();
+    let out = if dt == &DataType::String {
+        col.clone()
+    } else if dt.is_integer() {
+        col.cast(&DataType::String)?
+    } else {
+        bail_input!(
+            "{}: column {:?} has type {dt}; prompt ids must be strings or integers",
+            src.name(),
+            col.name()
+        );
+    };
+    if let Some((i, n)) = first_bad(out.str()?.iter().map(|v| v.is_none())) {
+        bail_input!(
+            "{}: the prompt id is missing{}; every row needs a prompt id",
+            src.locate(df, i),
+            more(n)
+        );
+    }
+    Ok(out.with_name(cols::PROMPT_ID.into()))
+}
+
+/// Coerce a response-id column to Int64 (integers only: ids are not measurements).
+pub fn response_id_column(col: &Column, src: &SourceFile, df: &DataFrame) -> Result<Column> {
+    let dt = col.dtype();
+    if !dt.is_integer() {
+        bail_input!(
+            "{}: column {:?} has type {dt}; response ids must be integers (convert them, or omit --response-col to number responses in file order)",
+            src.name(),
+            col.name()
+        );
+    }
+    let out = col.cast(&DataType::Int64)?;
+    if let Some((i, n)) = first_bad(out.i64()?.iter().map(|v| v.is_none())) {
+        bail_input!(
+            "{}: the response id is missing{}; every row needs a response id",
+            src.locate(df, i),
+            more(n)
+        );
+    }
+    Ok(out.with_name(cols::RESPONSE_ID.into()))
+}
+
+/// Coerce a correctness column to Float64 in [0, 1]: bools become 0/1, numbers
+/// are the true reward r*.
+pub fn correct_column(col: &Column, src: &SourceFile, df: &DataFrame) -> Result<Column> {
+    let dt = col.dtype();
+    if !(dt == &DataType::Boolean || dt.is_primitive_numeric()) {
+        bail_input!(
+            "{}: column {:?} has type {dt}; correctness must be a bool or a number in [0, 1]",
+            src.name(),
+            col.name()
+        );
+    }
+    let out = col.cast(&DataType::Float64)?;
+    let ca = out.f64()?;
+    if let Some((i, n)) = first_bad(ca.iter().map(|v| v.is_none())) {
+        bail_input!(
+            "{}: correctness is missing{}; every response needs a correctness value (bool, or a number in [0, 1])",
+            src.locate(df, i),
+            more(n)
+        );
+    }
+    if let Some((i, n)) = first_bad(
+        ca.iter()
+            .map(|v| !v.is_some_and(|x| (0.0..=1.0).contains(&x))),
+    ) {
+        bail_input!(
+            "{}: correctness is {}, outside [0, 1]{}; use a bool, or rescale the true reward to [0, 1]",
+            src.locate(df, i),
+            ca.get(i).unwrap_or(f64::NAN),
+            more(n)
+        );
+    }
+    Ok(out.with_name(cols::CORRECT.into()))
+}
+
+/// Coerce a reward column to Float64. Nulls are allowed here (they mean
+/// "unscored" and are handled by ingest); NaN and infinities are errors.
+pub fn reward_column(col: &Column, src: &SourceFile, df: &DataFrame, name: &str) -> Result<Column> {
+    let dt = col.dtype();
+    if !dt.is_primitive_numeric() {
+        bail_input!(
+            "{}: column {:?} (reward model {name}) has type {dt}; rewards must be numbers",
+            src.name(),
+            col.name()
+        );
+    }
+    let out = col.cast(&DataType::Float64)?;
+    let ca = out.f64()?;
+    if let Some((i, n)) = first_bad(ca.iter().map(|v| v.is_some_and(|x| !x.is_finite()))) {
+        bail_input!(
+            "{}: reward ({name}) is {}{}; rewards must be finite numbers — rescore the response or remove it",
+            src.locate(df, i),
+            ca.get(i).unwrap_or(f64::NAN),
+            more(n)
+        );
+    }
+    Ok(out.with_name(name.into()))
+}
+
+/// Coerce an optional generation-time column to Float64, finite and ≥ 0.
+pub fn gen_seconds_column(col: &Column, src: &SourceFile, df: &DataFrame) -> Result<Column> {
+    let dt = col.dtype();
+    if !dt.is_primitive_numeric() {
+        bail_input!(
+            "{}: column {:?} has type {dt}; generation times must be numbers of seconds",
+            src.name(),
+            col.name()
+        );
+    }
+    let out = col.cast(&DataType::Float64)?;
+    let ca = out.f64()?;
+    if let Some((i, n)) = first_bad(
+        ca.iter()
+            .map(|v| !v.is_some_and(|x| x.is_finite() && x >= 0.0)),
+    ) {
+        bail_input!(
+            "{}: gen_seconds is {}{}; generation times must be finite, non-negative and present for every response (or drop the column)",
+            src.locate(df, i),
+            ca.get(i)
+                .map(|x| x.to_string())
+                .unwrap_or_else(|| "missing".into()),
+            more(n)
+        );
+    }
+    Ok(out.with_name(cols::GEN_SECONDS.into()))
+}
+
+/// Sort a canonical frame by (prompt_id, response_id), keeping file order for equal keys.
+pub fn sort_by_key(df: &DataFrame) -> Result<DataFrame> {
+    Ok(df.sort(
+        [cols::PROMPT_ID, cols::RESPONSE_ID],
+        SortMultipleOptions::default().with_maintain_order(true),
+    )?)
+}
+
+/// In a frame sorted by key, the first pair of adjacent rows with equal
+/// (prompt_id, response_id), and how many such pairs exist.
+pub fn adjacent_duplicate(df: &DataFrame) -> Result<Option<(usize, usize)>> {
+    let p = df.column(cols::PROMPT_ID)?.str()?.clone();
+    let r = df.column(cols::RESPONSE_ID)?.i64()?.clone();
+    let mut first = None;
+    let mut count = 0;
+    let mut prev: Option<(Option<&str>, Option<i64>)> = None;
+    for (i, key) in p.iter().zip(r.iter()).enumerate() {
+        if prev == Some(key) {
+            count += 1;
+            first.get_or_insert(i - 1);
+        }
+        prev = Some(key);
+    }
+    Ok(first.map(|f| (f, count)))
+}

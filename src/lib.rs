@@ -1,0 +1,15 @@
+//! privalign: differentially private inference-time alignment experiments —
+//! from precomputed response and reward files to the paper's results.
+//!
+//! Stages (design §1): `synth`/raw files → [`data::ingest`] → prepared dataset
+//! → [`sweep::engine`] (bootstrap replicates of the [`select`] algorithms).
+//! Module dependencies point downwards: `cli` → `data`, `sweep` → `select` →
+//! `privacy`, with `error` and `fsutil` shared.
+
+pub mod cli;
+pub mod data;
+pub mod error;
+pub mod fsutil;
+pub mod privacy;
+pub mod select;
+pub mod sweep;

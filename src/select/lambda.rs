@@ -1,0 +1,113 @@
+//! The normalisation constant of χ²-regularised rejection sampling (ITP
+//! Phase 1, paper `alg:privitp` line 3): the unique λ with
+//!
+//! ```text
+//!     (1/n) Σ_i relu((r_i − λ)/β) = 1 .
+//! ```
+//!
+//! F(λ) = Σ relu(r_i − λ) is continuous, piecewise linear and strictly
+//! decreasing where positive, so with the rewards sorted in decreasing order
+//! r_(1) ≥ … ≥ r_(n) and S_k = r_(1) + … + r_(k), the root is
+//! λ = (S_k − nβ)/k for the smallest k with λ ≥ r_(k+1) (r_(n+1) = −∞).
+//! Ties and repeated values (bootstrap batches repeat responses) need no special
+//! case: a tie block enters the active set together, and the condition
+//! `λ ≥ r_(k+1)` holds or fails for the whole block at once.
+
+/// Solve for λ given rewards `r` (any order) and β > 0. Exact up to floating
+/// point; the sum is accumulated in sorted order to keep drift at O(n·ulp).
+pub fn solve_lambda(r: &[f64], beta: f64) -> f64 {
+    assert!(!r.is_empty(), "solve_lambda needs at least one reward");
+    assert!(beta > 0.0, "β must be positive");
+    let mut sorted = r.to_vec();
+    sorted.sort_unstable_by(|a, b| b.total_cmp(a));
+    solve_lambda_sorted_desc(&sorted, beta)
+}
+
+/// As [`solve_lambda`], for rewards already sorted in decreasing order.
+pub fn solve_lambda_sorted_desc(sorted: &[f64], beta: f64) -> f64 {
+    let n = sorted.len();
+    let target = n as f64 * beta;
+    let mut sum = 0.0;
+    for k in 1..=n {
+        sum += sorted[k - 1];
+        let lambda = (sum - target) / k as f64;
+        if k == n || lambda >= sorted[k] {
+            return lambda;
+        }
+    }
+    unreachable!("the loop returns at k = n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{RngExt, SeedableRng};
+
+    fn mean_weight(r: &[f64], lambda: f64, beta: f64) -> f64 {
+        r.iter()
+            .map(|&x| ((x - lambda) / beta).max(0.0))
+            .sum::<f64>()
+            / r.len() as f64
+    }
+
+    /// Independent computation: bisection on the defining equation.
+    fn bisect(r: &[f64], beta: f64) -> f64 {
+        let max = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let (mut lo, mut hi) = (max - beta * r.len() as f64 - 1.0, max);
+        for _ in 0..400 {
+            let mid = 0.5 * (lo + hi);
+            if mean_weight(r, mid, beta) > 1.0 {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        0.5 * (lo + hi)
+    }
+
+    fn check(r: &[f64], beta: f64) {
+        let l = solve_lambda(r, beta);
+        let b = bisect(r, beta);
+        let scale = r.iter().fold(beta, |m, x| m.max(x.abs()));
+        assert!(
+            (l - b).abs() <= 1e-9 * scale,
+            "r={r:?} β={beta}: exact {l} vs bisection {b}"
+        );
+        // The residual is limited by the conditioning of (r − λ)/β: an ulp of r over β.
+        let resid_tol = 1e-9 + 4.0 * f64::EPSILON * scale / beta;
+        assert!(
+            (mean_weight(r, l, beta) - 1.0).abs() < resid_tol,
+            "equation residual at {l} (β={beta})"
+        );
+    }
+
+    #[test]
+    fn adversarial_inputs_match_bisection() {
+        // n = 1: λ = r − β.
+        assert!((solve_lambda(&[0.7], 0.25) - 0.45).abs() < 1e-15);
+        check(&[0.7], 0.25);
+        // All equal.
+        check(&[0.5; 17], 0.05);
+        assert!((solve_lambda(&[0.5; 17], 0.05) - 0.45).abs() < 1e-15);
+        // Coarse grid with many ties, as from bootstrap repeats.
+        let grid: Vec<f64> = (0..200).map(|i| f64::from(i % 5) * 0.25).collect();
+        for beta in [1e-6, 1e-3, 0.05, 0.5, 10.0, 1e6] {
+            check(&grid, beta);
+        }
+        // Huge and tiny β on random data.
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(7);
+        for n in [2usize, 3, 10, 4096] {
+            let r: Vec<f64> = (0..n).map(|_| rng.random::<f64>()).collect();
+            for beta in [1e-9, 1e-4, 0.01, 0.5, 3.0, 1e5] {
+                check(&r, beta);
+            }
+        }
+    }
+
+    #[test]
+    fn tiny_beta_approaches_the_maximum() {
+        let r = [0.1, 0.9, 0.3, 0.9];
+        // Two maxima share the weight: λ = 0.9 − 2β.
+        assert!((solve_lambda(&r, 1e-4) - (0.9 - 2e-4)).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,9 @@
+//! Selection algorithms as pure functions of one prompt's candidates (design §6).
+
+pub mod bon;
+pub mod itp;
+pub mod lambda;
+pub mod pool;
+pub mod privbon;
+pub mod quadrature;
+pub mod rejection;

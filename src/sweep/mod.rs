@@ -1,0 +1,11 @@
+//! Running the selection algorithms over bootstrap replicates.
+//!
+//! * [`seed`] derives every random stream from (seed, dataset, reward model,
+//!   prompt, n, replicate), so results never depend on scheduling.
+//! * [`engine`] runs one (prompt, n) work item: draws each replicate's batches
+//!   once, evaluates every algorithm on them (common random numbers) and
+//!   averages the metrics over replicates; [`engine::run_items`] runs many work
+//!   items in parallel with rayon.
+
+pub mod engine;
+pub mod seed;

@@ -1,0 +1,70 @@
+//! Deterministic random streams.
+//!
+//! A replicate's generator is a PCG64 whose 128-bit state is the first 16
+//! bytes of SHA-256 over (seed, dataset, reward model, prompt id, n,
+//! replicate), length-prefixed so that no two tuples collide, and whose stream
+//! selects the use: batch A, batch B, or an algorithm's mechanism coins. The
+//! batch streams depend on nothing else, so every algorithm and every σ/β value
+//! sees the same batches (common random numbers), and the numbers are the same
+//! for any thread count or order of work.
+
+use rand_pcg::Pcg64;
+use sha2::{Digest, Sha256};
+
+/// Identifies one (dataset, reward model, prompt, n) work item.
+#[derive(Clone, Debug)]
+pub struct StreamKey<'a> {
+    pub seed: u64,
+    pub dataset: &'a str,
+    pub reward_model: &'a str,
+    pub prompt_id: &'a str,
+    pub n: usize,
+}
+
+/// What a stream is used for.
+#[derive(Clone, Copy, Debug)]
+pub enum StreamUse {
+    /// Phase-1 batch (the batch of BoN and PrivBoN too).
+    BatchA,
+    /// ITP's fresh Phase-2 batch, drawn lazily.
+    BatchB,
+    /// An algorithm's own randomness (sampled estimator, λ̃ draws), keyed by a
+    /// stable id of the algorithm and its parameters.
+    Mechanism(u64),
+}
+
+impl StreamKey<'_> {
+    fn state(&self, replicate: usize) -> u128 {
+        let mut h = Sha256::new();
+        h.update(b"privalign/v1");
+        h.update(self.seed.to_le_bytes());
+        for s in [self.dataset, self.reward_model, self.prompt_id] {
+            h.update((s.len() as u64).to_le_bytes());
+            h.update(s.as_bytes());
+        }
+        h.update((self.n as u64).to_le_bytes());
+        h.update((replicate as u64).to_le_bytes());
+        let d = h.finalize();
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&d[..16]);
+        u128::from_le_bytes(b)
+    }
+
+    /// The generator for `replicate` and `use_`.
+    pub fn rng(&self, replicate: usize, use_: StreamUse) -> Pcg64 {
+        let stream: u128 = match use_ {
+            StreamUse::BatchA => 1,
+            StreamUse::BatchB => 2,
+            StreamUse::Mechanism(id) => (u128::from(id) << 8) | 3,
+        };
+        Pcg64::new(self.state(replicate), stream)
+    }
+}
+
+/// A stable 64-bit id of a text (an algorithm's canonical description).
+pub fn stable_id(text: &str) -> u64 {
+    let d = Sha256::digest(text.as_bytes());
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    u64::from_le_bytes(b)
+}

@@ -1,0 +1,593 @@
+//! `privalign ingest`: the three input forms agree, and every bad-input rule
+//! of design §3 fails with a message naming the problem and leaves no output.
+
+mod common;
+use common::*;
+use polars::prelude::*;
+use std::path::Path;
+
+/// The reference data: 3 prompts × 3 responses, rewards for models a and b.
+/// (prompt, response, correct, reward_a, reward_b, gen_seconds)
+const ROWS: &[(&str, i64, bool, f64, f64, f64)] = &[
+    ("q1", 0, true, 0.5, 1.5, 0.1),
+    ("q1", 1, false, 0.25, -2.0, 0.2),
+    ("q1", 2, true, 1.0, 0.0, 0.3),
+    ("q2", 0, false, -1.0, 3.0, 0.4),
+    ("q2", 1, false, 2.0, 2.5, 0.5),
+    ("q2", 2, true, 0.75, 0.125, 0.6),
+    ("q3", 0, true, 0.0, 0.0, 0.7),
+    ("q3", 1, true, 0.0, 1.0, 0.8),
+    ("q3", 2, false, 0.0, 2.0, 0.9),
+];
+
+/// Rows in a scrambled order, as real files often are.
+fn scrambled() -> Vec<(&'static str, i64, bool, f64, f64, f64)> {
+    let order = [4, 0, 8, 2, 6, 1, 5, 3, 7];
+    order.iter().map(|&i| ROWS[i]).collect()
+}
+
+fn responses_df(rows: &[(&str, i64, bool, f64, f64, f64)]) -> DataFrame {
+    df!(
+        "prompt_id" => rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+        "response_id" => rows.iter().map(|r| r.1).collect::<Vec<_>>(),
+        "correct" => rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+        "gen_seconds" => rows.iter().map(|r| r.5).collect::<Vec<_>>(),
+        "text" => rows.iter().map(|_| "some text").collect::<Vec<_>>(),
+    )
+    .unwrap()
+}
+
+fn rewards_df(rows: &[(&str, i64, bool, f64, f64, f64)], b: bool) -> DataFrame {
+    df!(
+        "prompt_id" => rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+        "response_id" => rows.iter().map(|r| r.1).collect::<Vec<_>>(),
+        "reward" => rows.iter().map(|r| if b { r.4 } else { r.3 }).collect::<Vec<_>>(),
+    )
+    .unwrap()
+}
+
+/// Write the parquet pair into `dir`, returning ingest args.
+fn write_pair(dir: &Path) -> Vec<String> {
+    let rows = scrambled();
+    write_parquet(&dir.join("responses.parquet"), &mut responses_df(&rows));
+    let mut rev = rows.clone();
+    rev.reverse();
+    write_parquet(&dir.join("ra.parquet"), &mut rewards_df(&rev, false));
+    write_parquet(&dir.join("rewards_b.parquet"), &mut rewards_df(&rows, true));
+    vec![
+        "--responses".into(),
+        dir.join("responses.parquet").display().to_string(),
+        "--rewards".into(),
+        format!("a={}", dir.join("ra.parquet").display()),
+        // A bare path: the name comes from the stem without "rewards_".
+        dir.join("rewards_b.parquet").display().to_string(),
+    ]
+}
+
+fn csv_text(rows: &[(&str, i64, bool, f64, f64, f64)]) -> String {
+    let mut s = String::from("problem,idx,is_correct,prm_score,orm_score,gen_seconds\n");
+    for r in rows {
+        s += &format!("{},{},{},{},{},{}\n", r.0, r.1, r.2, r.3, r.4, r.5);
+    }
+    s
+}
+
+fn table_args(path: &Path, with_response_col: bool) -> Vec<String> {
+    let mut v: Vec<String> = vec![
+        "--table".into(),
+        path.display().to_string(),
+        "--prompt-col".into(),
+        "problem".into(),
+        "--correct-col".into(),
+        "is_correct".into(),
+        "--reward-col".into(),
+        "a=prm_score".into(),
+        "--reward-col".into(),
+        "b=orm_score".into(),
+    ];
+    if with_response_col {
+        v.extend(["--response-col".into(), "idx".into()]);
+    }
+    v
+}
+
+fn ingest(args: &[String], out: &Path) -> std::process::Output {
+    let mut a: Vec<&str> = vec!["ingest"];
+    a.extend(args.iter().map(String::as_str));
+    let out_s = out.display().to_string();
+    a.extend(["--out", &out_s, "--name", "same"]);
+    run(&a)
+}
+
+fn manifest_without_source(dir: &Path) -> yaml_serde::Value {
+    let text = std::fs::read_to_string(dir.join("dataset.yaml")).unwrap();
+    let mut v: yaml_serde::Value = yaml_serde::from_str(&text).unwrap();
+    v.as_mapping_mut().unwrap().remove("source");
+    v
+}
+
+#[test]
+fn three_forms_give_identical_datasets() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let pair_args = write_pair(dir);
+
+    // Flat table as CSV (with ids), parquet and JSONL (without: file order numbering).
+    std::fs::write(dir.join("flat.csv"), csv_text(&scrambled())).unwrap();
+    let mut flat = df!(
+        "problem" => ROWS.iter().map(|r| r.0).collect::<Vec<_>>(),
+        "is_correct" => ROWS.iter().map(|r| r.2).collect::<Vec<_>>(),
+        "prm_score" => ROWS.iter().map(|r| r.3).collect::<Vec<_>>(),
+        "orm_score" => ROWS.iter().map(|r| r.4).collect::<Vec<_>>(),
+        "gen_seconds" => ROWS.iter().map(|r| r.5).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    write_parquet(&dir.join("flat.parquet"), &mut flat);
+    let jsonl: String = ROWS
+        .iter()
+        .map(|r| {
+            format!(
+                "{{\"problem\":\"{}\",\"is_correct\":{},\"prm_score\":{},\"orm_score\":{},\"gen_seconds\":{}}}\n",
+                r.0, r.2, r.3, r.4, r.5
+            )
+        })
+        .collect();
+    std::fs::write(dir.join("flat.jsonl"), jsonl).unwrap();
+
+    // Nested JSONL of the paper's code: one model per file, so compare on model a.
+    let mut nested = String::new();
+    for p in ["q1", "q2", "q3"] {
+        let resp: Vec<String> = ROWS
+            .iter()
+            .filter(|r| r.0 == p)
+            .map(|r| {
+                format!(
+                    "{{\"is_correct\":{},\"proxy_reward\":{},\"gen_seconds\":{},\"text\":\"x\"}}",
+                    u8::from(r.2),
+                    r.3,
+                    r.5
+                )
+            })
+            .collect();
+        nested += &format!(
+            "{{\"prompt\":\"{p}\",\"responses\":[{}]}}\n",
+            resp.join(",")
+        );
+    }
+    std::fs::write(dir.join("nested.jsonl"), nested).unwrap();
+
+    let outs = ["o_pair", "o_csv", "o_parquet", "o_jsonl"];
+    ok(&ingest(&pair_args, &dir.join(outs[0])));
+    ok(&ingest(
+        &table_args(&dir.join("flat.csv"), true),
+        &dir.join(outs[1]),
+    ));
+    ok(&ingest(
+        &table_args(&dir.join("flat.parquet"), false),
+        &dir.join(outs[2]),
+    ));
+    ok(&ingest(
+        &table_args(&dir.join("flat.jsonl"), false),
+        &dir.join(outs[3]),
+    ));
+
+    let reference = read_parquet(&dir.join("o_pair/scores.parquet"));
+    assert_eq!(reference.height(), 9);
+    let names: Vec<String> = reference
+        .get_column_names()
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "prompt_id",
+            "response_id",
+            "correct",
+            "a",
+            "b",
+            "gen_seconds"
+        ]
+    );
+    assert_eq!(
+        reference.column("correct").unwrap().dtype(),
+        &DataType::Float32
+    );
+    assert_eq!(
+        reference.column("response_id").unwrap().dtype(),
+        &DataType::Int64
+    );
+    // Sorted by prompt then response.
+    let p: Vec<&str> = reference
+        .column("prompt_id")
+        .unwrap()
+        .str()
+        .unwrap()
+        .iter()
+        .map(|x| x.unwrap())
+        .collect();
+    assert_eq!(p, ["q1", "q1", "q1", "q2", "q2", "q2", "q3", "q3", "q3"]);
+    let b: Vec<f32> = reference
+        .column("b")
+        .unwrap()
+        .f32()
+        .unwrap()
+        .into_no_null_iter()
+        .collect();
+    assert_eq!(b, ROWS.iter().map(|r| r.4 as f32).collect::<Vec<_>>());
+    let m0 = manifest_without_source(&dir.join(outs[0]));
+    for o in &outs[1..] {
+        let other = read_parquet(&dir.join(o).join("scores.parquet"));
+        assert!(
+            reference.equals(&other),
+            "{o} differs:\n{reference}\n{other}"
+        );
+        assert_eq!(
+            m0,
+            manifest_without_source(&dir.join(o)),
+            "{o} manifest differs"
+        );
+    }
+
+    ok(&run(&[
+        "ingest",
+        "--nested-jsonl",
+        &dir.join("nested.jsonl").display().to_string(),
+        "--reward-name",
+        "a",
+        "--out",
+        &dir.join("o_nested").display().to_string(),
+    ]));
+    let nested = read_parquet(&dir.join("o_nested/scores.parquet"));
+    let expected = reference.drop("b").unwrap();
+    assert!(
+        expected.equals(&nested),
+        "nested differs:\n{expected}\n{nested}"
+    );
+
+    // The manifest's statistics against a hand computation.
+    let m: privalign::data::prepared::DatasetManifest =
+        yaml_serde::from_str(&std::fs::read_to_string(dir.join("o_pair/dataset.yaml")).unwrap())
+            .unwrap();
+    assert_eq!(m.reward_models, ["a", "b"]);
+    assert_eq!(m.counts.prompts, 3);
+    assert_eq!(m.correct_kind, "binary");
+    assert!(m.has_gen_seconds);
+    // Per-prompt accuracies 2/3, 1/3, 2/3.
+    assert!((m.base_accuracy.mean_over_prompts - 5.0 / 9.0).abs() < 1e-12);
+    assert_eq!(m.rewards["a"].min, -1.0);
+    assert_eq!(m.rewards["a"].max, 2.0);
+    assert_eq!(m.source.files.len(), 3);
+    assert_eq!(m.source.files[0].sha256.len(), 64);
+
+    // The loader's per-prompt arrays.
+    let ds = privalign::data::prepared::PreparedDataset::load(&dir.join("o_pair")).unwrap();
+    assert_eq!(ds.offsets, vec![0, 3, 6, 9]);
+    assert_eq!(ds.prompt_ids, ["q1", "q2", "q3"]);
+    assert_eq!(ds.reward("a").unwrap()[4], 2.0);
+}
+
+/// Run an ingest that must fail with exit code 2 and a message containing
+/// every fragment, leaving nothing in `dir` but the inputs.
+fn expect_bad(dir: &Path, args: &[String], fragments: &[&str]) {
+    let before = entries(dir);
+    let o = ingest(args, &dir.join("out"));
+    let err = stderr(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "expected exit 2, got {:?}: {err}",
+        o.status
+    );
+    for f in fragments {
+        assert!(err.contains(f), "error lacks {f:?}:\n{err}");
+    }
+    assert_eq!(entries(dir), before, "ingest left files behind");
+}
+
+fn pair_with(dir: &Path, responses: &mut DataFrame, rewards: &mut DataFrame) -> Vec<String> {
+    write_parquet(&dir.join("r.parquet"), responses);
+    write_parquet(&dir.join("w.parquet"), rewards);
+    vec![
+        "--responses".into(),
+        dir.join("r.parquet").display().to_string(),
+        "--rewards".into(),
+        format!("m={}", dir.join("w.parquet").display()),
+    ]
+}
+
+#[test]
+fn missing_column_names_file_column_and_alternatives() {
+    let d = tempfile::tempdir().unwrap();
+    let mut r = responses_df(ROWS).drop("correct").unwrap();
+    let args = pair_with(d.path(), &mut r, &mut rewards_df(ROWS, false));
+    expect_bad(
+        d.path(),
+        &args,
+        &[
+            "r.parquet",
+            "missing column \"correct\"",
+            "found: prompt_id",
+        ],
+    );
+}
+
+#[test]
+fn wrong_type_is_named() {
+    let d = tempfile::tempdir().unwrap();
+    let mut r = responses_df(ROWS);
+    r.with_column(Column::new("response_id".into(), vec!["x"; 9]))
+        .unwrap();
+    let args = pair_with(d.path(), &mut r, &mut rewards_df(ROWS, false));
+    expect_bad(
+        d.path(),
+        &args,
+        &[
+            "r.parquet",
+            "\"response_id\" has type str",
+            "must be integers",
+        ],
+    );
+    let mut w = rewards_df(ROWS, false);
+    w.with_column(Column::new("reward".into(), vec!["high"; 9]))
+        .unwrap();
+    let args = pair_with(d.path(), &mut responses_df(ROWS), &mut w);
+    expect_bad(d.path(), &args, &["w.parquet", "rewards must be numbers"]);
+}
+
+#[test]
+fn duplicate_keys_name_both_rows() {
+    let d = tempfile::tempdir().unwrap();
+    let mut rows = ROWS.to_vec();
+    rows[7].1 = 0; // q3 has response 0 twice: rows 7 and 8 (1-based)
+    let args = pair_with(
+        d.path(),
+        &mut responses_df(&rows),
+        &mut rewards_df(ROWS, false),
+    );
+    expect_bad(
+        d.path(),
+        &args,
+        &["r.parquet: rows 7 and 8", "(prompt \"q3\", response 0)"],
+    );
+    // In a reward file.
+    let mut wrows = ROWS.to_vec();
+    wrows.push(ROWS[4]);
+    let args = pair_with(
+        d.path(),
+        &mut responses_df(ROWS),
+        &mut rewards_df(&wrows, false),
+    );
+    expect_bad(
+        d.path(),
+        &args,
+        &[
+            "w.parquet: rows 5 and 10",
+            "both score",
+            "exactly one reward",
+        ],
+    );
+}
+
+#[test]
+fn unscored_responses_fail_unless_dropped() {
+    let d = tempfile::tempdir().unwrap();
+    let wrows: Vec<_> = ROWS
+        .iter()
+        .copied()
+        .filter(|r| !(r.0 == "q2" && r.1 == 1))
+        .collect();
+    let args = pair_with(
+        d.path(),
+        &mut responses_df(ROWS),
+        &mut rewards_df(&wrows, false),
+    );
+    expect_bad(
+        d.path(),
+        &args,
+        &[
+            "1 response(s) have no score from reward model \"m\"",
+            "prompt \"q2\", response 1",
+            "--drop-unscored",
+        ],
+    );
+    let mut a = args.clone();
+    a.push("--drop-unscored".into());
+    ok(&ingest(&a, &d.path().join("out")));
+    let m: privalign::data::prepared::DatasetManifest =
+        yaml_serde::from_str(&std::fs::read_to_string(d.path().join("out/dataset.yaml")).unwrap())
+            .unwrap();
+    assert_eq!(m.source.dropped_unscored, 1);
+    assert_eq!(m.counts.responses, 8);
+}
+
+#[test]
+fn non_finite_rewards_are_rejected() {
+    let d = tempfile::tempdir().unwrap();
+    for (bad, shown) in [(f64::NAN, "NaN"), (f64::INFINITY, "inf")] {
+        let mut wrows = ROWS.to_vec();
+        wrows[2].3 = bad;
+        let args = pair_with(
+            d.path(),
+            &mut responses_df(ROWS),
+            &mut rewards_df(&wrows, false),
+        );
+        expect_bad(
+            d.path(),
+            &args,
+            &[
+                "w.parquet: row 3 (prompt \"q1\", response 2)",
+                shown,
+                "finite",
+            ],
+        );
+    }
+    // In a CSV table too.
+    let mut rows = ROWS.to_vec();
+    rows[5].4 = f64::NAN;
+    std::fs::write(d.path().join("t.csv"), csv_text(&rows)).unwrap();
+    expect_bad(
+        d.path(),
+        &table_args(&d.path().join("t.csv"), true),
+        &["t.csv: row 6", "reward (b) is NaN"],
+    );
+}
+
+#[test]
+fn correct_outside_unit_interval() {
+    let d = tempfile::tempdir().unwrap();
+    let mut r = responses_df(ROWS);
+    let mut c = vec![1.0f64; 9];
+    c[3] = 1.5;
+    r.with_column(Column::new("correct".into(), c)).unwrap();
+    let args = pair_with(d.path(), &mut r, &mut rewards_df(ROWS, false));
+    expect_bad(
+        d.path(),
+        &args,
+        &[
+            "r.parquet: row 4 (prompt \"q2\", response 0)",
+            "1.5, outside [0, 1]",
+        ],
+    );
+}
+
+#[test]
+fn prompts_need_two_responses() {
+    let d = tempfile::tempdir().unwrap();
+    let rows: Vec<_> = ROWS
+        .iter()
+        .copied()
+        .filter(|r| !(r.0 == "q2" && r.1 > 0))
+        .collect();
+    let args = pair_with(
+        d.path(),
+        &mut responses_df(&rows),
+        &mut rewards_df(&rows, false),
+    );
+    expect_bad(
+        d.path(),
+        &args,
+        &["prompt \"q2\" has 1 response(s)", "at least 2 responses"],
+    );
+}
+
+#[test]
+fn empty_files_are_rejected() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("e.csv"), "").unwrap();
+    expect_bad(
+        d.path(),
+        &table_args(&d.path().join("e.csv"), true),
+        &["e.csv: the file is empty"],
+    );
+    std::fs::write(
+        d.path().join("h.csv"),
+        "problem,idx,is_correct,prm_score,orm_score\n",
+    )
+    .unwrap();
+    expect_bad(
+        d.path(),
+        &table_args(&d.path().join("h.csv"), true),
+        &["h.csv: the file has no rows"],
+    );
+    let mut empty = responses_df(ROWS).head(Some(0));
+    let args = pair_with(d.path(), &mut empty, &mut rewards_df(ROWS, false));
+    expect_bad(d.path(), &args, &["r.parquet: the file has no rows"]);
+}
+
+#[test]
+fn orphan_reward_rows_are_rejected() {
+    let d = tempfile::tempdir().unwrap();
+    let mut wrows = ROWS.to_vec();
+    wrows.push(("q9", 0, true, 1.0, 1.0, 1.0));
+    let args = pair_with(
+        d.path(),
+        &mut responses_df(ROWS),
+        &mut rewards_df(&wrows, false),
+    );
+    expect_bad(
+        d.path(),
+        &args,
+        &[
+            "w.parquet: row 10 (prompt \"q9\", response 0)",
+            "not in the responses file",
+        ],
+    );
+}
+
+#[test]
+fn nested_jsonl_errors_name_the_line() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("n.jsonl");
+    let args = vec!["--nested-jsonl".to_string(), p.display().to_string()];
+    std::fs::write(&p, "{\"prompt\":\"a\",\"responses\":[{\"is_correct\":1,\"proxy_reward\":0.5},{\"is_correct\":0,\"proxy_reward\":0.1}]}\n{\"prompt\":\"b\",\"responses\":[{\"is_correct\":2,\"proxy_reward\":0.5}]}\n").unwrap();
+    expect_bad(
+        d.path(),
+        &args,
+        &[
+            "n.jsonl: line 2, response index 0 (prompt \"b\")",
+            "\"is_correct\" is 2",
+        ],
+    );
+    std::fs::write(&p, "{\"prompt\":\"a\",\"responses\":[{\"is_correct\":1,\"proxy_reward\":0.5},{\"is_correct\":0,\"proxy_reward\":null}]}\n").unwrap();
+    expect_bad(
+        d.path(),
+        &args,
+        &[
+            "no score from reward model \"proxy\"",
+            "line 1 (prompt \"a\", response 1)",
+        ],
+    );
+    std::fs::write(&p, "{\"prompt\":\"a\",\"responses\":[]}\nnot json\n").unwrap();
+    expect_bad(d.path(), &args, &["n.jsonl: line 2: not valid JSON"]);
+}
+
+#[test]
+fn existing_output_is_kept_without_force() {
+    let d = tempfile::tempdir().unwrap();
+    let args = write_pair(d.path());
+    let out = d.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("keep.txt"), "mine").unwrap();
+    let o = ingest(&args, &out);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(out.join("keep.txt")).unwrap(),
+        "mine"
+    );
+    let mut a = args.clone();
+    a.push("--force".into());
+    ok(&ingest(&a, &out));
+    assert!(out.join("scores.parquet").exists());
+    assert!(!out.join("keep.txt").exists());
+}
+
+#[test]
+fn usage_errors_exit_two() {
+    let o = run(&["ingest", "--out", "x"]);
+    assert_eq!(o.status.code(), Some(2));
+    let d = tempfile::tempdir().unwrap();
+    let o = run(&[
+        "ingest",
+        "--table",
+        "t.xlsx",
+        "--prompt-col",
+        "p",
+        "--correct-col",
+        "c",
+        "--reward-col",
+        "a=b",
+        "--out",
+        &d.path().join("o").display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown file type \"xlsx\""),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["--version"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).contains(env!("CARGO_PKG_VERSION")));
+}
