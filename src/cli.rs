@@ -24,7 +24,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Validate raw score files and write a prepared dataset (scores.parquet + dataset.yaml).
-    Ingest(IngestArgs),
+    Ingest(Box<IngestArgs>),
     /// Generate synthetic raw score files with known ground truth.
     Synth(SynthArgs),
 }
@@ -248,7 +248,7 @@ pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Ingest(a) => {
             let start = Instant::now();
-            let report = ingest(&ingest_options(a)?)?;
+            let report = ingest(&ingest_options(*a)?)?;
             let m = &report.manifest;
             println!(
                 "ingested {} prompts, {} responses, reward models [{}] into {}",

@@ -200,14 +200,7 @@ fn cfg(algorithms: Vec<Algorithm>, replicates: usize, estimator: Estimator) -> E
 }
 
 fn privitp(sigma: f64, beta: f64) -> Algorithm {
-    Algorithm::PrivItp(PrivItpParams {
-        sigma_x: sigma / 2.0,
-        sigma_z: sigma / 2.0,
-        beta,
-        l: 4.0,
-        clamp: None,
-        batches: Batches::Fresh,
-    })
+    Algorithm::PrivItp(PrivItpParams::split_half(sigma, beta))
 }
 
 /// A pool on a coarse grid (many ties) with binary correctness.
@@ -395,6 +388,13 @@ fn conditional_and_sampled_estimators_agree() {
         let tol_t = 5.5 * (n as f64 / 2.0) * (2.0 / reps as f64).sqrt();
         assert!((x - y).abs() < tol_t, "{}: E[t] {x} vs {y}", algs[k].name());
     }
+    // PrivITP's expected ε: the conditional E[ε_1 + ε_2^post(t)] against the
+    // mean of realised costs (each in [ε_1, ε_1 + n·κ_max]; bounded sd).
+    let (ce, se) = (c[3].eps.unwrap(), s[3].eps.unwrap());
+    assert!(
+        (ce - se).abs() < 0.02 * ce,
+        "PrivITP ε: conditional {ce} vs sampled {se}"
+    );
     // Broken variant: PrivBoN's conditional at 1.5σ differs detectably.
     let bad = run_item(
         &pool,
@@ -479,54 +479,90 @@ fn results_do_not_depend_on_thread_count_or_item_order() {
     assert_eq!(run_item(&pool, 16, &key("c", 16), &c), one[7]);
 }
 
-/// The gaussian preset's closed forms (prop:hacking) on a large pool.
+/// The gaussian synth preset's closed forms (prop:hacking): PrivBoN's proxy
+/// win-rate → Φ(σ_r/(σ√2)) and hacking gap E[r̂ − r*] → σ_r²/σ as n → ∞,
+/// BoN's win-rate → n/(n+1). Tolerances: 0.01 (win-rate) and 0.02 (gap),
+/// ≥ 6 standard errors of the pool's own sampling error at 100,000 responses.
 #[test]
-fn gaussian_model_win_rate_and_hacking_gap() {
-    let size = 100_000;
+fn gaussian_preset_win_rate_and_hacking_gap() {
+    use privalign::data::synth::{Preset, SynthOptions, synth};
+    let d = tempfile::tempdir().unwrap();
+    let raw = d.path().join("raw");
+    synth(&SynthOptions {
+        preset: Preset::Gaussian,
+        prompts: 2,
+        responses: 100_000,
+        reward_models: Some(vec!["gauss0.3".into()]),
+        seed: 5,
+        out: raw.clone(),
+        force: false,
+    })
+    .unwrap();
+    let report = privalign::data::ingest::ingest(&privalign::data::ingest::IngestOptions {
+        source: privalign::data::ingest::IngestSource::ParquetPair {
+            responses: raw.join("responses.parquet"),
+            rewards: vec![("gauss0.3".into(), raw.join("rewards_gauss0.3.parquet"))],
+        },
+        out: d.path().join("prep"),
+        name: None,
+        policy: None,
+        task: None,
+        drop_unscored: false,
+        force: false,
+    })
+    .unwrap();
+    let ds = privalign::data::prepared::PreparedDataset::load(&report.out).unwrap();
     let sigma_r = 0.3;
-    let mut rng = Pcg64::seed_from_u64(77);
-    let rstar = 0.5;
-    let proxy: Vec<f64> = (0..size)
-        .map(|_| rstar + sigma_r * rng.sample::<f64, _>(StandardNormal))
-        .collect();
-    let gold = vec![rstar; size];
-    let pool = Pool::new(&proxy, &gold);
     let sigma = 0.3;
-    let n = 4096;
-    let m = run_item(
-        &pool,
-        n,
-        &key("g", n),
-        &cfg(
-            vec![Algorithm::PrivBon { sigma }],
-            20,
-            Estimator::Conditional,
-        ),
-    );
-    let win = m[0].values.win_proxy;
-    let predicted = normal::cdf(sigma_r / (sigma * std::f64::consts::SQRT_2));
-    assert!(
-        (win - predicted).abs() < 0.01,
-        "PrivBoN win-rate {win} vs Φ(σ_r/(σ√2)) = {predicted}"
-    );
-    let gap = m[0].values.proxy - m[0].values.gold;
-    assert!(
-        (gap - sigma_r * sigma_r / sigma).abs() < 0.02,
-        "hacking gap {gap} vs σ_r²/σ = {}",
-        sigma_r * sigma_r / sigma
-    );
-    for n in [4usize, 64] {
+    let predicted_win = normal::cdf(sigma_r / (sigma * std::f64::consts::SQRT_2));
+    let predicted_gap = sigma_r * sigma_r / sigma;
+    let r = ds.reward("gauss0.3").unwrap();
+    for (p, w) in ds.offsets.windows(2).enumerate() {
+        let proxy: Vec<f64> = r[w[0]..w[1]].iter().map(|&x| f64::from(x)).collect();
+        let gold: Vec<f64> = ds.correct[w[0]..w[1]]
+            .iter()
+            .map(|&x| f64::from(x))
+            .collect();
+        let pool = Pool::new(&proxy, &gold);
+        let id = &ds.prompt_ids[p];
+        let n = 4096;
         let m = run_item(
             &pool,
             n,
-            &key("g", n),
-            &cfg(vec![Algorithm::Bon], 2000, Estimator::Conditional),
+            &key(id, n),
+            &cfg(
+                vec![Algorithm::PrivBon { sigma }],
+                20,
+                Estimator::Conditional,
+            ),
         );
-        let bound = n as f64 / (n as f64 + 1.0);
+        let win = m[0].values.win_proxy;
         assert!(
-            (m[0].values.win_proxy - bound).abs() < 0.006,
-            "BoN win-rate at n={n}: {} vs {bound}",
-            m[0].values.win_proxy
+            (win - predicted_win).abs() < 0.01,
+            "{id}: PrivBoN win-rate {win} vs Φ(σ_r/(σ√2)) = {predicted_win}"
         );
+        // r* is constant within a prompt, so the hacking gap is E[r̂ − r*] of the selection.
+        let gap = m[0].values.proxy - m[0].values.gold;
+        assert!(
+            (gap - predicted_gap).abs() < 0.02,
+            "{id}: hacking gap {gap} vs σ_r²/σ = {predicted_gap}"
+        );
+        for n in [4usize, 64] {
+            let m = run_item(
+                &pool,
+                n,
+                &key(id, n),
+                &cfg(vec![Algorithm::Bon], 2000, Estimator::Conditional),
+            );
+            let bound = n as f64 / (n as f64 + 1.0);
+            assert!(
+                (m[0].values.win_proxy - bound).abs() < 0.006,
+                "BoN win-rate at n={n}: {} vs {bound}",
+                m[0].values.win_proxy
+            );
+        }
+        // Broken variant: the win-rate law at 1.2σ is outside the tolerance.
+        let wrong = normal::cdf(sigma_r / (1.2 * sigma * std::f64::consts::SQRT_2));
+        assert!((win - wrong).abs() > 0.01);
     }
 }

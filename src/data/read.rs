@@ -49,17 +49,13 @@ impl SourceFile {
             .map(|v| v.to_string())
             .unwrap_or_else(|| (idx + 1).to_string());
         let mut ids = Vec::new();
-        if let Ok(c) = df.column(cols::PROMPT_ID) {
-            if let Ok(AnyValue::String(s)) = c.get(idx) {
-                ids.push(format!("prompt {s:?}"));
-            }
+        if let Ok(AnyValue::String(s)) = df.column(cols::PROMPT_ID).and_then(|c| c.get(idx)) {
+            ids.push(format!("prompt {s:?}"));
         }
-        if let Ok(c) = df.column(cols::RESPONSE_ID) {
-            if let Ok(v) = c.get(idx) {
-                if !v.is_null() {
-                    ids.push(format!("response {v}"));
-                }
-            }
+        if let Ok(v) = df.column(cols::RESPONSE_ID).and_then(|c| c.get(idx))
+            && !v.is_null()
+        {
+            ids.push(format!("response {v}"));
         }
         if ids.is_empty() {
             format!("{}: {} {row}", self.name(), self.row_word)

@@ -71,6 +71,21 @@ pub struct PrivItpParams {
     pub batches: Batches,
 }
 
+impl PrivItpParams {
+    /// The paper's split of a total noise σ: σ_X = σ_Z = σ/2, L = 4, no
+    /// clamp, fresh Phase-2 batch.
+    pub fn split_half(sigma: f64, beta: f64) -> Self {
+        Self {
+            sigma_x: sigma / 2.0,
+            sigma_z: sigma / 2.0,
+            beta,
+            l: 4.0,
+            clamp: None,
+            batches: Batches::Fresh,
+        }
+    }
+}
+
 /// One algorithm with its parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Algorithm {
