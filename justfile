@@ -21,3 +21,4 @@ data:
 bench:
     cargo build --release
     bash benches/ingest_paper.sh
+    cargo bench --bench engine

@@ -10,6 +10,13 @@ use crate::bail_input;
 use crate::data::ingest::{IngestOptions, IngestSource, ingest};
 use crate::data::nested_jsonl::NestedKeys;
 use crate::data::synth::{Preset, Size, SynthOptions, synth};
+use crate::fsutil::write_atomic;
+use crate::privacy::accountant::{
+    Phase2Terms, phase1_eps_analytic, phase1_eps_classical, privbon_gauss_eps, privbon_gumbel_eps,
+    privitp_eps_max,
+};
+use crate::privacy::budget::{BudgetParams, budget_table, check_sigma, point_table};
+use crate::report::format::{Format, Table};
 
 /// privalign: reproduce "Privacy Without Regret" experiments from precomputed
 /// response and reward files — offline, exact and deterministic.
@@ -27,6 +34,80 @@ pub enum Command {
     Ingest(Box<IngestArgs>),
     /// Generate synthetic raw score files with known ground truth.
     Synth(SynthArgs),
+    /// Privacy budgets: the paper's budget table, or one accountant formula at one point.
+    Budget(BudgetArgs),
+}
+
+/// Which accountant quantity `privalign budget` computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BudgetMechanism {
+    /// The budget table (tab:budgets) over --sigma values.
+    Table,
+    /// PrivBoN with Gumbel noise: ε = 2Δ_r/σ.
+    Privbon,
+    /// PrivBoN with Gaussian noise: pure ε of Gaussian Report Noisy Max (needs --n).
+    PrivbonGauss,
+    /// PrivITP Phase 1: classical and exact analytic-Gaussian ε_1 (needs --sigma-x).
+    PrivitpPhase1,
+    /// PrivITP Phase 2: κ, ρ, ε_2^post(t) and its max over t (needs --lambda, --t, --sigma-z).
+    PrivitpPhase2,
+    /// PrivITP worst case ε_max over outcomes and λ̃ in --clamp (needs --sigma-x, --sigma-z).
+    PrivitpMax,
+}
+
+#[derive(Debug, Args)]
+pub struct BudgetArgs {
+    /// What to compute.
+    #[arg(long, value_enum, default_value = "table")]
+    pub mechanism: BudgetMechanism,
+    /// Total noise σ (table: comma-separated list; PrivITP splits σ_X = σ_Z = σ/2).
+    #[arg(long, value_delimiter = ',', default_values_t = [0.1, 0.25, 0.5, 0.75, 1.0])]
+    pub sigma: Vec<f64>,
+    /// PrivITP Phase-1 noise σ_X.
+    #[arg(long)]
+    pub sigma_x: Option<f64>,
+    /// PrivITP Phase-2 query noise σ_Z.
+    #[arg(long)]
+    pub sigma_z: Option<f64>,
+    /// Upper end of the reward range [0, R_max].
+    #[arg(long, default_value_t = 1.0)]
+    pub r_max: f64,
+    /// Sensitivity Δ_r (default: R_max, the assumption-free bound).
+    #[arg(long)]
+    pub delta_r: Option<f64>,
+    /// δ of Phase 1's (ε, δ) guarantee.
+    #[arg(long, default_value_t = 1e-2)]
+    pub delta: f64,
+    /// Candidates per batch n (the all-rejected outcome costs n·κ).
+    #[arg(long, default_value_t = 16)]
+    pub n: usize,
+    /// Regularisation β (recorded; it cancels from every privacy formula).
+    #[arg(long)]
+    pub beta: Option<f64>,
+    /// Truncation parameter L in M = (R_max + σ_Z·L − λ̃)/β.
+    #[arg(long = "L", default_value_t = 4.0)]
+    pub l: f64,
+    /// Released λ̃ (privitp-phase2).
+    #[arg(long)]
+    pub lambda: Option<f64>,
+    /// Halting time t ∈ [1, n+1] (privitp-phase2; n+1 = all rejected).
+    #[arg(long)]
+    pub t: Option<usize>,
+    /// Mean halting time for the table's ε_2^post.
+    #[arg(long, default_value_t = 1.0)]
+    pub halting_time: f64,
+    /// Clamp interval of λ̃ as LO,HI (default 0,R_max).
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    pub clamp: Option<Vec<f64>>,
+    /// Use the paper's classical ε_1 (valid only when < 1) instead of the exact analytic one.
+    #[arg(long)]
+    pub paper_eps1: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Also write the LaTeX rendering to this file.
+    #[arg(long, value_name = "FILE")]
+    pub latex: Option<PathBuf>,
 }
 
 /// Three input forms; give exactly one of --responses, --table, --nested-jsonl.
@@ -243,6 +324,144 @@ fn ingest_options(a: IngestArgs) -> Result<IngestOptions> {
     })
 }
 
+fn need<T: Copy>(v: Option<T>, flag: &str, mech: &str) -> Result<T> {
+    match v {
+        Some(x) => Ok(x),
+        None => bail_input!("--mechanism {mech} needs {flag}"),
+    }
+}
+
+/// Build the table `privalign budget` prints.
+fn budget(a: &BudgetArgs) -> Result<Table> {
+    let delta_r = a.delta_r.unwrap_or(a.r_max);
+    let clamp = match a.clamp.as_deref() {
+        Some(&[lo, hi]) => (lo, hi),
+        Some(v) => bail_input!(
+            "--clamp takes two numbers LO,HI (got {} values), e.g. --clamp 0,1",
+            v.len()
+        ),
+        None => (0.0, a.r_max),
+    };
+    let p = BudgetParams {
+        r_max: a.r_max,
+        delta_r,
+        delta: a.delta,
+        n: a.n,
+        l: a.l,
+        clamp,
+        paper_eps1: a.paper_eps1,
+    };
+    p.validate()?;
+    if let Some(b) = a.beta {
+        check_sigma("--beta", b)?;
+    }
+    let one_sigma = || -> Result<f64> {
+        if a.sigma.len() != 1 {
+            bail_input!(
+                "--mechanism {:?} takes one --sigma value (got {})",
+                a.mechanism,
+                a.sigma.len()
+            );
+        }
+        check_sigma("--sigma", a.sigma[0])?;
+        Ok(a.sigma[0])
+    };
+    let desc = format!(
+        "R_max = {}, Δ_r = {delta_r}, δ = {}, n = {}, L = {}",
+        a.r_max, a.delta, a.n, a.l
+    );
+    Ok(match a.mechanism {
+        BudgetMechanism::Table => budget_table(&p, &a.sigma, a.halting_time)?,
+        BudgetMechanism::Privbon => {
+            let s = one_sigma()?;
+            point_table(
+                vec![
+                    ("sigma", "σ", s),
+                    ("eps", "ε", privbon_gumbel_eps(delta_r, s)),
+                ],
+                desc,
+            )
+        }
+        BudgetMechanism::PrivbonGauss => {
+            let s = one_sigma()?;
+            point_table(
+                vec![
+                    ("sigma", "σ", s),
+                    ("eps", "ε", privbon_gauss_eps(a.r_max, delta_r, s, a.n)),
+                ],
+                desc,
+            )
+        }
+        BudgetMechanism::PrivitpPhase1 => {
+            let sx = need(a.sigma_x, "--sigma-x", "privitp-phase1")?;
+            check_sigma("--sigma-x", sx)?;
+            let c = phase1_eps_classical(delta_r, sx, a.delta);
+            point_table(
+                vec![
+                    ("sigma_x", "σ_X", sx),
+                    (
+                        "eps1_analytic",
+                        "ε_1 analytic",
+                        phase1_eps_analytic(delta_r, sx, a.delta),
+                    ),
+                    ("eps1_classical", "ε_1 classical", c),
+                    (
+                        "classical_valid",
+                        "classical valid (1/0)",
+                        if c < 1.0 { 1.0 } else { 0.0 },
+                    ),
+                ],
+                desc,
+            )
+        }
+        BudgetMechanism::PrivitpPhase2 => {
+            let lt = need(a.lambda, "--lambda", "privitp-phase2")?;
+            let t = need(a.t, "--t", "privitp-phase2")?;
+            let sz = need(a.sigma_z, "--sigma-z", "privitp-phase2")?;
+            check_sigma("--sigma-z", sz)?;
+            if !lt.is_finite() {
+                bail_input!("--lambda must be a finite number");
+            }
+            if !(1..=a.n + 1).contains(&t) {
+                bail_input!(
+                    "--t must lie in [1, n+1] = [1, {}] (got {t}); t = n+1 means all n candidates were rejected",
+                    a.n + 1
+                );
+            }
+            let terms = Phase2Terms::new(lt, sz, a.r_max, delta_r, a.l);
+            point_table(
+                vec![
+                    ("lambda", "λ̃", lt),
+                    ("t", "t", t as f64),
+                    ("kappa", "κ", terms.kappa),
+                    ("rho", "ρ", terms.accept),
+                    ("eps2_post", "ε_2^post(t)", terms.eps_post(t, a.n)),
+                    ("eps2_max", "max_t ε_2^post", terms.eps_max_over_t(a.n)),
+                ],
+                desc,
+            )
+        }
+        BudgetMechanism::PrivitpMax => {
+            let sx = need(a.sigma_x, "--sigma-x", "privitp-max")?;
+            let sz = need(a.sigma_z, "--sigma-z", "privitp-max")?;
+            check_sigma("--sigma-x", sx)?;
+            check_sigma("--sigma-z", sz)?;
+            let eps1 = p.eps1(sx);
+            point_table(
+                vec![
+                    ("eps1", "ε_1", eps1),
+                    (
+                        "eps_max",
+                        "ε_max",
+                        privitp_eps_max(eps1, clamp, sz, a.r_max, delta_r, a.l, a.n),
+                    ),
+                ],
+                format!("{desc}, λ̃ ∈ [{}, {}]", clamp.0, clamp.1),
+            )
+        }
+    })
+}
+
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
@@ -293,6 +512,14 @@ pub fn run(cli: Cli) -> Result<()> {
                 out.display()
             );
             eprintln!("synth took {:.2} s", start.elapsed().as_secs_f64());
+        }
+        Command::Budget(a) => {
+            let table = budget(&a)?;
+            print!("{}", table.render(a.format));
+            if let Some(path) = &a.latex {
+                write_atomic(path, table.render(Format::Latex).as_bytes())?;
+                eprintln!("wrote {}", path.display());
+            }
         }
     }
     Ok(())

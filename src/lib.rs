@@ -11,5 +11,6 @@ pub mod data;
 pub mod error;
 pub mod fsutil;
 pub mod privacy;
+pub mod report;
 pub mod select;
 pub mod sweep;

@@ -111,12 +111,13 @@ fn itp_conditional_law_matches_literal_rejection_sampler() {
         let mut t = 0;
         let (_, halt) = rejection_sampled(
             batch_b.len(),
+            &mut rng,
             || {
                 t += 1;
                 batch_b[t - 1]
             },
-            |i| rng.random::<f64>() < acc.prob(proxy[i]),
-            || 0,
+            |i, r| r.random::<f64>() < acc.prob(proxy[i]),
+            |_| 0,
         );
         counts[halt - 1] += 1;
     }
@@ -146,16 +147,17 @@ fn privitp_conditional_law_matches_literal_noisy_sampler() {
         let mut t = 0;
         let (_, halt) = rejection_sampled(
             batch_b.len(),
+            &mut rng,
             || {
                 t += 1;
                 batch_b[t - 1]
             },
-            |i| {
-                let z: f64 = rng.sample(StandardNormal);
-                let u: f64 = rng.random::<f64>();
+            |i, r| {
+                let z: f64 = r.sample(StandardNormal);
+                let u: f64 = r.random::<f64>();
                 acc.coin(proxy[i] + sigma_z * z, u)
             },
-            || 0,
+            |_| 0,
         );
         counts[halt - 1] += 1;
     }
@@ -565,4 +567,55 @@ fn gaussian_preset_win_rate_and_hacking_gap() {
         let wrong = normal::cdf(sigma_r / (1.2 * sigma * std::f64::consts::SQRT_2));
         assert!((win - wrong).abs() > 0.01);
     }
+}
+
+/// The literal sampler's fallback draw must be uniform over the pool and
+/// independent of the coins that rejected every candidate. (A fallback drawn
+/// from a copy of the coin stream reuses the first coin's bits, which are
+/// biased by the conditioning on rejection; this test rejects that design.)
+#[test]
+fn sampled_fallback_is_uniform_and_independent_of_the_coins() {
+    let size = 10;
+    let mut rng = Pcg64::seed_from_u64(12);
+    let mut counts = vec![0u64; size];
+    let mut draws = 0;
+    while draws < 100_000 {
+        let (i, t) = rejection_sampled(
+            1,
+            &mut rng,
+            || 0,
+            // Reject exactly when the coin's uniform is in its upper half.
+            |_, r| r.random::<f64>() < 0.5,
+            |r| r.random_range(0..size),
+        );
+        if t == 2 {
+            counts[i] += 1;
+            draws += 1;
+        }
+    }
+    let p = chi_square_p(&counts, &vec![1.0 / size as f64; size]);
+    assert!(p > ALPHA, "fallback not uniform: p = {p:e} {counts:?}");
+    // Broken variant: a fallback from a clone of the coin stream taken before the
+    // coins, read the way the coin reads it (so it sees the same bits).
+    let mut rng = Pcg64::seed_from_u64(12);
+    let mut counts = vec![0u64; size];
+    let mut draws = 0;
+    while draws < 100_000 {
+        let mut copy = rng.clone();
+        let (i, t) = rejection_sampled(
+            1,
+            &mut rng,
+            || 0,
+            |_, r| r.random::<f64>() < 0.5,
+            |_| (copy.random::<f64>() * size as f64) as usize,
+        );
+        if t == 2 {
+            counts[i] += 1;
+            draws += 1;
+        }
+    }
+    assert!(
+        chi_square_p(&counts, &vec![1.0 / size as f64; size]) < ALPHA,
+        "{counts:?}"
+    );
 }

@@ -94,3 +94,100 @@ impl Phase2Terms {
         (n - 1) as f64 * self.kappa + self.kappa.max(self.accept)
     }
 }
+
+/// log E_{z~N(0,1)}[Φ(z − c)^m], by locating the mode of the log-concave
+/// integrand log φ(z) + m·log Φ(z − c), walking out until it has fallen by 80
+/// nats (e^{−80} ≈ 1e-35 of the peak) and integrating with Gauss–Legendre.
+fn log_mean_cdf_power(c: f64, m: f64) -> f64 {
+    use super::normal::{log_cdf, log_pdf};
+    if m == 0.0 {
+        return 0.0;
+    }
+    let f = |z: f64| log_pdf(z) + m * log_cdf(z - c);
+    // f'(z) = −z + m·φ(z − c)/Φ(z − c), strictly decreasing: bisect for its root.
+    let deriv = |z: f64| -z + m * (log_pdf(z - c) - log_cdf(z - c)).exp();
+    let (mut lo, mut hi) = (-1.0, 1.0);
+    while deriv(lo) < 0.0 {
+        lo *= 2.0;
+    }
+    while deriv(hi) > 0.0 {
+        hi *= 2.0;
+    }
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if deriv(mid) > 0.0 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let mode = 0.5 * (lo + hi);
+    let peak = f(mode);
+    // Curvature scale from a finite difference, floored so walking terminates.
+    let h = 1e-4;
+    let curv = -(f(mode + h) - 2.0 * peak + f(mode - h)) / (h * h);
+    let step = (1.0 / curv.max(1e-12).sqrt()).clamp(1e-6, 10.0);
+    let (mut left, mut right) = (mode - step, mode + step);
+    while f(left) > peak - 80.0 {
+        left -= step;
+    }
+    while f(right) > peak - 80.0 {
+        right += step;
+    }
+    crate::select::quadrature::log_integrate_exp(f, left, right, peak, 64)
+}
+
+/// Pure ε of PrivBoN with Gaussian noise N(0, σ²) over n candidates with
+/// rewards in [0, R_max] and sensitivity Δ_r — Gaussian Report Noisy Max
+/// (paper `thm:gaussian_priv`, eq. `eq:gaussian_mbon_eps`; Lebensold, Precup &
+/// Balle 2024, Thm 8):
+/// ε = log E_z[Φ(z − (R_max − 2Δ_r)/σ)^{n−1}] − log E_z[Φ(z − R_max/σ)^{n−1}].
+/// Evaluated in log space: finite and accurate for σ down to 1e-3 and n up to 4096.
+pub fn privbon_gauss_eps(r_max: f64, delta_r: f64, sigma: f64, n: usize) -> f64 {
+    let m = n.saturating_sub(1) as f64;
+    log_mean_cdf_power((r_max - 2.0 * delta_r) / sigma, m) - log_mean_cdf_power(r_max / sigma, m)
+}
+
+/// Worst-case per-query ε of PrivITP over outcomes t ∈ [1, n+1] and over λ̃
+/// in the clamp interval [lo, hi] (design §8): ε_1 + max_λ̃ ε_2^post-max(λ̃).
+/// κ and ρ are smooth in λ̃; the maximum is found on a 401-point grid and
+/// refined by golden-section search around the best grid point.
+pub fn privitp_eps_max(
+    eps1: f64,
+    (lo, hi): (f64, f64),
+    sigma_z: f64,
+    r_max: f64,
+    delta_r: f64,
+    l: f64,
+    n: usize,
+) -> f64 {
+    let g = |lt: f64| Phase2Terms::new(lt, sigma_z, r_max, delta_r, l).eps_max_over_t(n);
+    if hi <= lo {
+        return eps1 + g(lo);
+    }
+    let k = 400;
+    let step = (hi - lo) / k as f64;
+    let (mut best_i, mut best) = (0, f64::NEG_INFINITY);
+    for i in 0..=k {
+        let v = g(lo + i as f64 * step);
+        if v > best {
+            best = v;
+            best_i = i;
+        }
+    }
+    let (mut a, mut b) = (
+        (lo + (best_i as f64 - 1.0) * step).max(lo),
+        (lo + (best_i as f64 + 1.0) * step).min(hi),
+    );
+    let phi = 0.5 * (5f64.sqrt() - 1.0);
+    for _ in 0..100 {
+        let x1 = b - phi * (b - a);
+        let x2 = a + phi * (b - a);
+        if g(x1) > g(x2) {
+            b = x2;
+        } else {
+            a = x1;
+        }
+    }
+    eps1 + best.max(g(0.5 * (a + b)))
+}

@@ -53,9 +53,74 @@ pub fn gauss_hermite_normal(k: usize) -> Vec<(f64, f64)> {
     out
 }
 
+/// Gauss–Legendre nodes and weights on [−1, 1] (exact for polynomials of
+/// degree < 2K), by Newton iteration on the Legendre recurrence.
+pub fn gauss_legendre(k: usize) -> Vec<(f64, f64)> {
+    assert!(k >= 1, "need at least one node");
+    let mut out = Vec::with_capacity(k);
+    for i in 0..k {
+        let mut z = (std::f64::consts::PI * (i as f64 + 0.75) / (k as f64 + 0.5)).cos();
+        let mut dp = 0.0;
+        for _ in 0..100 {
+            let (mut p1, mut p2) = (1.0, 0.0);
+            for j in 0..k {
+                let p3 = p2;
+                p2 = p1;
+                p1 = ((2 * j + 1) as f64 * z * p2 - j as f64 * p3) / (j + 1) as f64;
+            }
+            dp = k as f64 * (z * p1 - p2) / (z * z - 1.0);
+            let z1 = z;
+            z = z1 - p1 / dp;
+            if (z - z1).abs() < 1e-16 {
+                break;
+            }
+        }
+        out.push((z, 2.0 / ((1.0 - z * z) * dp * dp)));
+    }
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    out
+}
+
+/// log ∫_lo^hi exp(f(z)) dz by composite Gauss–Legendre (`panels` × 20
+/// nodes), computed relative to `f_max` (an upper bound near the maximum of f)
+/// so nothing under- or overflows.
+pub fn log_integrate_exp(
+    f: impl Fn(f64) -> f64,
+    lo: f64,
+    hi: f64,
+    f_max: f64,
+    panels: usize,
+) -> f64 {
+    let nodes = gauss_legendre(20);
+    let width = (hi - lo) / panels as f64;
+    let mut total = 0.0;
+    for p in 0..panels {
+        let a = lo + p as f64 * width;
+        for &(x, w) in &nodes {
+            let z = a + 0.5 * width * (x + 1.0);
+            total += w * (f(z) - f_max).exp();
+        }
+    }
+    f_max + (0.5 * width * total).ln()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn legendre_integrates_polynomials_and_exp() {
+        let q = gauss_legendre(20);
+        let s: f64 = q.iter().map(|p| p.1).sum();
+        assert!((s - 2.0).abs() < 1e-14);
+        let m: f64 = q.iter().map(|(x, w)| w * x.powi(38)).sum();
+        assert!((m - 2.0 / 39.0).abs() < 1e-14);
+        // ∫_0^3 e^{−z²/2} dz = √(π/2)·erf(3/√2).
+        let v = log_integrate_exp(|z| -0.5 * z * z, 0.0, 3.0, 0.0, 4).exp();
+        let exact =
+            (std::f64::consts::PI / 2.0).sqrt() * puruspe::erf(3.0 / std::f64::consts::SQRT_2);
+        assert!((v - exact).abs() < 1e-14 * exact);
+    }
 
     #[test]
     fn integrates_normal_moments_exactly() {

@@ -79,19 +79,21 @@ pub fn rejection_conditional_visit(
 }
 
 /// Literal Phase 2: returns (pool index returned, halting time t).
-/// `accept_coin(i)` flips candidate i's acceptance coin; `fallback()` draws a
-/// fresh pool index.
-pub fn rejection_sampled(
+/// `accept_coin(i, rng)` flips candidate i's acceptance coin; `fallback(rng)`
+/// draws a fresh pool index *after* the coins, from the same stream, so the
+/// fallback is independent of the coins that led to it.
+pub fn rejection_sampled<R>(
     n: usize,
+    rng: &mut R,
     mut next_candidate: impl FnMut() -> usize,
-    mut accept_coin: impl FnMut(usize) -> bool,
-    fallback: impl FnOnce() -> usize,
+    mut accept_coin: impl FnMut(usize, &mut R) -> bool,
+    fallback: impl FnOnce(&mut R) -> usize,
 ) -> (usize, usize) {
     for t in 1..=n {
         let i = next_candidate();
-        if accept_coin(i) {
+        if accept_coin(i, rng) {
             return (i, t);
         }
     }
-    (fallback(), n + 1)
+    (fallback(rng), n + 1)
 }

@@ -431,12 +431,12 @@ fn phase2(
             )
         }
         Estimator::Sampled => {
-            let mut fallback_rng = coins.clone();
             let (sel, t_halt) = rejection_sampled(
                 n,
+                coins,
                 &mut next,
-                |i| coin(pool.proxy(i), coins),
-                || fallback_rng.random_range(0..size),
+                |i, c| coin(pool.proxy(i), c),
+                |c| c.random_range(0..size),
             );
             let gens = if fresh {
                 phase1 + t_halt.min(n) as f64

@@ -1,0 +1,210 @@
+//! One table, five renderings: aligned text, Markdown, LaTeX (booktabs), CSV
+//! and JSON (an array of objects keyed by column id), so that the same numbers
+//! reach a terminal, a README, a paper and a checking script.
+
+use serde_json::{Map, Value};
+
+/// Output format of a table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Markdown,
+    Latex,
+    Csv,
+    Json,
+}
+
+/// A column: machine id (CSV/JSON), text header, LaTeX header.
+#[derive(Clone, Debug)]
+pub struct ColumnSpec {
+    pub id: &'static str,
+    pub header: &'static str,
+    pub latex: &'static str,
+}
+
+/// A cell: a number (formatted per renderer) or text.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    Num(f64),
+    Text(String),
+    Empty,
+}
+
+#[derive(Clone, Debug)]
+pub struct Table {
+    pub columns: Vec<ColumnSpec>,
+    pub rows: Vec<Vec<Cell>>,
+    /// LaTeX caption (also printed under text renderings).
+    pub caption: String,
+    pub label: String,
+    /// Decimal places for numbers in the human renderings.
+    pub decimals: usize,
+}
+
+fn human(c: &Cell, decimals: usize, latex: bool) -> String {
+    match c {
+        Cell::Num(x) if x.is_infinite() => {
+            if latex {
+                "$\\infty$".into()
+            } else {
+                "inf".into()
+            }
+        }
+        Cell::Num(x) => {
+            let s = format!("{x:.decimals$}");
+            if latex && s.starts_with('-') {
+                format!("$-${}", &s[1..])
+            } else {
+                s
+            }
+        }
+        Cell::Text(t) => t.clone(),
+        Cell::Empty => {
+            if latex {
+                "--".into()
+            } else {
+                "-".into()
+            }
+        }
+    }
+}
+
+impl Table {
+    pub fn render(&self, format: Format) -> String {
+        match format {
+            Format::Table => self.text(),
+            Format::Markdown => self.markdown(),
+            Format::Latex => self.latex(),
+            Format::Csv => self.csv(),
+            Format::Json => self.json(),
+        }
+    }
+
+    fn text(&self) -> String {
+        let cells: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| r.iter().map(|c| human(c, self.decimals, false)).collect())
+            .collect();
+        let widths: Vec<usize> = self
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(j, c)| {
+                cells
+                    .iter()
+                    .map(|r| r[j].chars().count())
+                    .chain([c.header.chars().count()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |v: Vec<String>| -> String {
+            v.iter()
+                .zip(&widths)
+                .map(|(s, w)| format!("{s:>w$}"))
+                .collect::<Vec<_>>()
+                .join("  ")
+        };
+        let mut out = line(self.columns.iter().map(|c| c.header.to_string()).collect()) + "\n";
+        for r in cells {
+            out += &line(r);
+            out.push('\n');
+        }
+        out + &self.caption + "\n"
+    }
+
+    fn markdown(&self) -> String {
+        let mut out = format!(
+            "| {} |\n",
+            self.columns
+                .iter()
+                .map(|c| c.header)
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        out += &format!("|{}\n", " ---: |".repeat(self.columns.len()));
+        for r in &self.rows {
+            out += &format!(
+                "| {} |\n",
+                r.iter()
+                    .map(|c| human(c, self.decimals, false))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            );
+        }
+        out + "\n" + &self.caption + "\n"
+    }
+
+    fn latex(&self) -> String {
+        let mut out = String::from("\\begin{table}[h]\n\\centering\n");
+        out += &format!("\\caption{{{}}}\n\\label{{{}}}\n", self.caption, self.label);
+        out += &format!(
+            "\\begin{{tabular}}{{l{}}}\n\\toprule\n",
+            "c".repeat(self.columns.len() - 1)
+        );
+        out += &self
+            .columns
+            .iter()
+            .map(|c| c.latex)
+            .collect::<Vec<_>>()
+            .join(" & ");
+        out += " \\\\\n\\midrule\n";
+        for r in &self.rows {
+            out += &r
+                .iter()
+                .map(|c| human(c, self.decimals, true))
+                .collect::<Vec<_>>()
+                .join(" & ");
+            out += " \\\\\n";
+        }
+        out + "\\bottomrule\n\\end{tabular}\n\\end{table}\n"
+    }
+
+    fn csv(&self) -> String {
+        let mut out = self
+            .columns
+            .iter()
+            .map(|c| c.id)
+            .collect::<Vec<_>>()
+            .join(",")
+            + "\n";
+        for r in &self.rows {
+            out += &r
+                .iter()
+                .map(|c| match c {
+                    Cell::Num(x) => format!("{x:e}"),
+                    Cell::Text(t) => t.clone(),
+                    Cell::Empty => String::new(),
+                })
+                .collect::<Vec<_>>()
+                .join(",");
+            out.push('\n');
+        }
+        out
+    }
+
+    fn json(&self) -> String {
+        let rows: Vec<Value> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let mut m = Map::new();
+                for (c, v) in self.columns.iter().zip(r) {
+                    m.insert(
+                        c.id.into(),
+                        match v {
+                            Cell::Num(x) => serde_json::Number::from_f64(*x)
+                                .map(Value::Number)
+                                .unwrap_or(Value::Null),
+                            Cell::Text(t) => Value::String(t.clone()),
+                            Cell::Empty => Value::Null,
+                        },
+                    );
+                }
+                Value::Object(m)
+            })
+            .collect();
+        serde_json::to_string_pretty(&rows).unwrap_or_default() + "\n"
+    }
+}

@@ -1,0 +1,3 @@
+//! Rendering tables for terminals, documents and other tools.
+
+pub mod format;
