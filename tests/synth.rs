@@ -227,10 +227,10 @@ fn gaussian_preset_matches_its_model() {
         let var = e.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0);
         assert!(m.abs() < 6.0 * sigma / n.sqrt(), "{model}: mean error {m}");
         // SE of the sample variance of a normal is σ²√(2/(n−1)).
-        assert!(
-            (var - sigma * sigma).abs() < 6.0 * sigma * sigma * (2.0 / (n - 1.0)).sqrt(),
-            "{model}: var {var}"
-        );
+        let tol = 6.0 * sigma * sigma * (2.0 / (n - 1.0)).sqrt();
+        assert!((var - sigma * sigma).abs() < tol, "{model}: var {var}");
+        // Broken variant: a 10% error in σ_r would be detected.
+        assert!((var - 1.21 * sigma * sigma).abs() > tol);
     }
 }
 
