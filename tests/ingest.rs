@@ -591,3 +591,74 @@ fn usage_errors_exit_two() {
     assert_eq!(o.status.code(), Some(0));
     assert!(stdout(&o).contains(env!("CARGO_PKG_VERSION")));
 }
+
+/// Response ids beyond 32 bits take the general (prompt_id, response_id) join;
+/// it gives the same dataset as the table form and the same checks.
+#[test]
+fn large_response_ids_use_the_general_join() {
+    let d = tempfile::tempdir().unwrap();
+    let big = 1i64 << 40;
+    let rows: Vec<_> = ROWS
+        .iter()
+        .map(|r| (r.0, r.1 + big, r.2, r.3, r.4, r.5))
+        .collect();
+    let mut a = pair_with(
+        d.path(),
+        &mut responses_df(&rows),
+        &mut rewards_df(&rows, false),
+    );
+    a[3] = format!("a={}", d.path().join("w.parquet").display());
+    ok(&ingest(&a, &d.path().join("o_pair")));
+    let mut csv = String::from("problem,idx,is_correct,prm_score,gen_seconds\n");
+    for r in &rows {
+        csv += &format!("{},{},{},{},{}\n", r.0, r.1, r.2, r.3, r.5);
+    }
+    std::fs::write(d.path().join("t.csv"), csv).unwrap();
+    let t = [
+        "--table",
+        &d.path().join("t.csv").display().to_string(),
+        "--prompt-col",
+        "problem",
+        "--correct-col",
+        "is_correct",
+        "--response-col",
+        "idx",
+        "--reward-col",
+        "a=prm_score",
+    ]
+    .map(String::from);
+    ok(&ingest(&t, &d.path().join("o_table")));
+    let x = read_parquet(&d.path().join("o_pair/scores.parquet"));
+    let y = read_parquet(&d.path().join("o_table/scores.parquet"));
+    assert!(x.equals(&y), "{x}\n{y}");
+    assert_eq!(
+        x.column("response_id").unwrap().i64().unwrap().get(0),
+        Some(big)
+    );
+    // Duplicates and orphans are still caught on this path.
+    std::fs::remove_dir_all(d.path().join("o_pair")).unwrap();
+    std::fs::remove_dir_all(d.path().join("o_table")).unwrap();
+    let mut dup = rows.clone();
+    dup.push(rows[4]);
+    let args = pair_with(
+        d.path(),
+        &mut responses_df(&rows),
+        &mut rewards_df(&dup, false),
+    );
+    expect_bad(d.path(), &args, &["w.parquet: rows 5 and 10", "both score"]);
+    let mut orphan = rows.clone();
+    orphan.push(("q1", 7, true, 1.0, 1.0, 1.0));
+    let args = pair_with(
+        d.path(),
+        &mut responses_df(&rows),
+        &mut rewards_df(&orphan, false),
+    );
+    expect_bad(
+        d.path(),
+        &args,
+        &[
+            "w.parquet: row 10 (prompt \"q1\", response 7)",
+            "not in the responses file",
+        ],
+    );
+}
