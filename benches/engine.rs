@@ -1,7 +1,8 @@
 //! Engine benchmark: the four algorithms on the demo data (100 prompts × 1000
 //! responses, reward model `oasst` min-max scaled to [0, 1]), n = 2..4096,
-//! 50 replicates — 1200 (prompt, n) work items — with each estimator and with
-//! 1 and 2 threads. Prints wall time per configuration (median of 3 runs).
+//! 10 replicates — 1200 (prompt, n) work items — with each estimator and with
+//! 1 and 2 threads, then each algorithm alone (2 threads, conditional).
+//! Prints wall time per configuration (median of 3 runs).
 //!
 //! Run: `cargo bench --bench engine` (release profile).
 
@@ -78,41 +79,48 @@ fn main() {
         Algorithm::PrivItp(PrivItpParams::split_half(0.1, 0.05)),
     ];
     println!(
-        "engine benchmark: {} work items × 50 replicates × 4 algorithms",
+        "engine benchmark: {} work items × 10 replicates",
         items.len()
     );
+    let cfg = |algorithms: Vec<Algorithm>, estimator| EngineConfig {
+        algorithms,
+        replicates: 10,
+        sampling: Sampling::WithReplacement,
+        estimator,
+        lambda_noise: LambdaNoise::Quadrature(16),
+        privacy: PrivacyParams {
+            r_max: 1.0,
+            delta_r: 1.0,
+            delta: 1e-2,
+            paper_eps1: false,
+        },
+    };
+    let time = |c: &EngineConfig, threads: usize| -> f64 {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("pool");
+        let mut times: Vec<f64> = (0..3)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(pool.install(|| run_items(&items, c)));
+                t.elapsed().as_secs_f64()
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        times[1]
+    };
     for estimator in [Estimator::Conditional, Estimator::Sampled] {
         for threads in [1usize, 2] {
-            let cfg = EngineConfig {
-                algorithms: algorithms.clone(),
-                replicates: 50,
-                sampling: Sampling::WithReplacement,
-                estimator,
-                lambda_noise: LambdaNoise::Quadrature(16),
-                privacy: PrivacyParams {
-                    r_max: 1.0,
-                    delta_r: 1.0,
-                    delta: 1e-2,
-                    paper_eps1: false,
-                },
-            };
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .expect("pool");
-            let mut times: Vec<f64> = (0..3)
-                .map(|_| {
-                    let t = Instant::now();
-                    let out = pool.install(|| run_items(&items, &cfg));
-                    std::hint::black_box(out);
-                    t.elapsed().as_secs_f64()
-                })
-                .collect();
-            times.sort_by(f64::total_cmp);
-            println!(
-                "{estimator:?}, {threads} thread(s): median {:.3} s",
-                times[1]
-            );
+            let t = time(&cfg(algorithms.clone(), estimator), threads);
+            println!("all four, {estimator:?}, {threads} thread(s): median {t:.3} s");
         }
+    }
+    for a in &algorithms {
+        let t = time(&cfg(vec![*a], Estimator::Conditional), 2);
+        println!(
+            "{} alone, Conditional, 2 threads: median {t:.3} s",
+            a.name()
+        );
     }
 }

@@ -463,6 +463,21 @@ fn join_rewards_keyed(
     Ok(frame)
 }
 
+/// (prompt_id, response_id) of row `i` of a canonical frame.
+fn ids_at(df: &DataFrame, i: usize) -> Result<(String, i64)> {
+    let prompt = df
+        .column(cols::PROMPT_ID)?
+        .str()?
+        .get(i)
+        .unwrap_or_default();
+    let response = df
+        .column(cols::RESPONSE_ID)?
+        .i64()?
+        .get(i)
+        .unwrap_or_default();
+    Ok((prompt.to_string(), response))
+}
+
 fn bail_orphan(
     right: &DataFrame,
     src: &SourceFile,
@@ -470,17 +485,7 @@ fn bail_orphan(
     i: usize,
     n: usize,
 ) -> Result<()> {
-    let prompt = right
-        .column(cols::PROMPT_ID)?
-        .str()?
-        .get(i)
-        .unwrap_or_default()
-        .to_string();
-    let response = right
-        .column(cols::RESPONSE_ID)?
-        .i64()?
-        .get(i)
-        .unwrap_or_default();
+    let (prompt, response) = ids_at(right, i)?;
     Err(orphan_error(
         src,
         right.column(row_col)?.get(i)?,
@@ -501,17 +506,7 @@ fn join_rewards(frame: DataFrame, name: &str, path: &Path) -> Result<DataFrame> 
         && let Some((i, n)) = read::adjacent_duplicate(&joined)?
     {
         let r = joined.column(&row_col)?;
-        let prompt = joined
-            .column(cols::PROMPT_ID)?
-            .str()?
-            .get(i)
-            .unwrap_or_default()
-            .to_string();
-        let response = joined
-            .column(cols::RESPONSE_ID)?
-            .i64()?
-            .get(i)
-            .unwrap_or_default();
+        let (prompt, response) = ids_at(&joined, i)?;
         return Err(duplicate_reward_error(
             &src,
             (r.get(i)?, r.get(i + 1)?),

@@ -212,6 +212,42 @@ impl LazyBatch {
     }
 }
 
+/// A per-pool-item memo of one acceptance rule's probabilities. Bootstrap
+/// batches repeat pool items (a walk of n = 4096 over a pool of 1000 mostly
+/// revisits), and PrivITP's closed-form acceptance costs several erfcx calls,
+/// so each (rule, item) is evaluated once. A generation stamp makes starting a
+/// new rule O(1) instead of clearing the array.
+struct AcceptCache {
+    stamp: u32,
+    entries: Vec<(u32, f64)>,
+}
+
+impl AcceptCache {
+    fn new(size: usize) -> Self {
+        Self {
+            stamp: 0,
+            entries: vec![(0, 0.0); size],
+        }
+    }
+
+    /// Forget every memo (a new λ̃, hence a new rule).
+    fn next_generation(&mut self) {
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.entries.fill((0, 0.0));
+            self.stamp = 1;
+        }
+    }
+
+    fn get_or_insert_with(&mut self, i: usize, f: impl FnOnce() -> f64) -> f64 {
+        let e = &mut self.entries[i];
+        if e.0 != self.stamp {
+            *e = (self.stamp, f());
+        }
+        e.1
+    }
+}
+
 /// ε_1 of PrivITP's Phase 1 under the configured convention.
 fn phase1_eps(p: &PrivacyParams, sigma_x: f64) -> f64 {
     if p.paper_eps1 {
@@ -257,6 +293,7 @@ pub fn run_item(pool: &Pool, n: usize, key: &StreamKey, cfg: &EngineConfig) -> V
     let mut batch_a: Vec<usize> = Vec::with_capacity(n);
     let mut sorted_a: Vec<f64> = Vec::with_capacity(n);
     let mut scratch: Vec<f64> = Vec::with_capacity(n);
+    let mut cache = AcceptCache::new(size);
     for rep in 0..cfg.replicates {
         let mut da = Drawer::new(key.rng(rep, StreamUse::BatchA), size, cfg.sampling);
         batch_a.clear();
@@ -314,7 +351,7 @@ pub fn run_item(pool: &Pool, n: usize, key: &StreamKey, cfg: &EngineConfig) -> V
                         &mut batch_b,
                         cfg.estimator,
                         &mut coins,
-                        |r| acc.prob(r),
+                        |i| acc.prob(pool.proxy(i)),
                         |r, c| c.random::<f64>() < acc.prob(r),
                     )
                     .0
@@ -332,6 +369,7 @@ pub fn run_item(pool: &Pool, n: usize, key: &StreamKey, cfg: &EngineConfig) -> V
                         &mut batch_b,
                         cfg,
                         &mut coins,
+                        &mut cache,
                     )
                 }
             };
@@ -396,7 +434,7 @@ fn phase2(
     batch_b: &mut LazyBatch,
     estimator: Estimator,
     coins: &mut Pcg64,
-    prob: impl Fn(f64) -> f64,
+    mut prob: impl FnMut(usize) -> f64,
     mut coin: impl FnMut(f64, &mut Pcg64) -> bool,
 ) -> (Metrics, RejectionOutcome) {
     let size = pool.len();
@@ -414,7 +452,7 @@ fn phase2(
     let phase1 = n as f64;
     match estimator {
         Estimator::Conditional => {
-            let o = rejection_conditional(pool, n, &mut next, |i| prob(pool.proxy(i)));
+            let o = rejection_conditional(pool, n, &mut next, &mut prob);
             let gens = if fresh {
                 phase1 + o.phase2_generated
             } else {
@@ -481,10 +519,12 @@ fn privitp(
     batch_b: &mut LazyBatch,
     cfg: &EngineConfig,
     coins: &mut Pcg64,
+    cache: &mut AcceptCache,
 ) -> Metrics {
     let pr = &cfg.privacy;
-    let one = |lt: f64, batch_b: &mut LazyBatch, coins: &mut Pcg64| -> Metrics {
+    let mut one = |lt: f64, batch_b: &mut LazyBatch, coins: &mut Pcg64| -> Metrics {
         let acc = PrivItpAcceptance::new(lt, p.sigma_z, pr.r_max, p.l);
+        cache.next_generation();
         let (mut m, o) = phase2(
             pool,
             n,
@@ -493,7 +533,7 @@ fn privitp(
             batch_b,
             cfg.estimator,
             coins,
-            |r| acc.prob(r),
+            |i| cache.get_or_insert_with(i, || acc.prob(pool.proxy(i))),
             |r, c| {
                 let z: f64 = c.sample(StandardNormal);
                 let u: f64 = c.random::<f64>();
