@@ -54,7 +54,7 @@ fn gumbel(rng: &mut Pcg64) -> f64 {
 
 /// The literal mechanism: the batch position maximising r̂_i + Gumbel(0, σ).
 pub fn privbon_gumbel_sampled(pool: &Pool, batch: &[usize], sigma: f64, rng: &mut Pcg64) -> usize {
-    argmax_noisy(pool, batch, |r| r.mul_add(1.0, sigma * gumbel(rng)))
+    argmax_noisy(pool, batch, |r| r + sigma * gumbel(rng))
 }
 
 /// Gaussian PrivBoN: the batch position maximising r̂_i + N(0, σ²).
