@@ -6,7 +6,7 @@
 //!
 //! Run: `cargo bench --bench engine` (release profile).
 
-use privalign::data::ingest::{IngestOptions, IngestSource, ingest};
+use privalign::data::ingest::{IngestOptions, ingest};
 use privalign::data::prepared::PreparedDataset;
 use privalign::select::pool::Pool;
 use privalign::sweep::engine::*;
@@ -18,18 +18,11 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let raw = root.join("data/demo/raw");
     let tmp = tempfile::tempdir().expect("tempdir");
-    let report = ingest(&IngestOptions {
-        source: IngestSource::ParquetPair {
-            responses: raw.join("responses.parquet"),
-            rewards: vec![("oasst".into(), raw.join("rewards_oasst.parquet"))],
-        },
-        out: tmp.path().join("demo"),
-        name: None,
-        policy: None,
-        task: None,
-        drop_unscored: false,
-        force: false,
-    })
+    let report = ingest(&IngestOptions::parquet_pair(
+        raw.join("responses.parquet"),
+        vec![("oasst".into(), raw.join("rewards_oasst.parquet"))],
+        tmp.path().join("demo"),
+    ))
     .expect("ingest demo data");
     let ds = PreparedDataset::load(&report.out).expect("load");
     let r = ds.reward("oasst").expect("oasst");

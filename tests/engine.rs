@@ -500,19 +500,13 @@ fn gaussian_preset_win_rate_and_hacking_gap() {
         force: false,
     })
     .unwrap();
-    let report = privalign::data::ingest::ingest(&privalign::data::ingest::IngestOptions {
-        source: privalign::data::ingest::IngestSource::ParquetPair {
-            responses: raw.join("responses.parquet"),
-            rewards: vec![("gauss0.3".into(), raw.join("rewards_gauss0.3.parquet"))],
-        },
-        out: d.path().join("prep"),
-        name: None,
-        policy: None,
-        task: None,
-        drop_unscored: false,
-        force: false,
-    })
-    .unwrap();
+    let report =
+        privalign::data::ingest::ingest(&privalign::data::ingest::IngestOptions::parquet_pair(
+            raw.join("responses.parquet"),
+            vec![("gauss0.3".into(), raw.join("rewards_gauss0.3.parquet"))],
+            d.path().join("prep"),
+        ))
+        .unwrap();
     let ds = privalign::data::prepared::PreparedDataset::load(&report.out).unwrap();
     let sigma_r = 0.3;
     let sigma = 0.3;

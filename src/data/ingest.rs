@@ -69,6 +69,22 @@ pub struct IngestOptions {
     pub force: bool,
 }
 
+impl IngestOptions {
+    /// A parquet-pair ingest with no labels, no dropping and no replacing —
+    /// the common case for programs (benchmarks, tests, sweeps over synthetic data).
+    pub fn parquet_pair(responses: PathBuf, rewards: Vec<(String, PathBuf)>, out: PathBuf) -> Self {
+        Self {
+            source: IngestSource::ParquetPair { responses, rewards },
+            out,
+            name: None,
+            policy: None,
+            task: None,
+            drop_unscored: false,
+            force: false,
+        }
+    }
+}
+
 /// What ingest did, for the CLI to print.
 #[derive(Debug)]
 pub struct IngestReport {
@@ -293,6 +309,15 @@ fn left_join_in_order(left: &DataFrame, right: &DataFrame, keys: &[&str]) -> Res
     Ok(left.join(right, keys, keys, args, None)?)
 }
 
+/// " (N duplicates in all)" when there is more than one.
+fn duplicates_in_all(n: usize) -> String {
+    if n > 1 {
+        format!(" ({n} duplicates in all)")
+    } else {
+        String::new()
+    }
+}
+
 /// The error for a reward file that scores one response twice.
 fn duplicate_reward_error(
     src: &SourceFile,
@@ -307,11 +332,7 @@ fn duplicate_reward_error(
         src.row_word,
         rows.0,
         rows.1,
-        if n > 1 {
-            format!(" ({n} duplicates in all)")
-        } else {
-            String::new()
-        }
+        duplicates_in_all(n)
     ))
 }
 
@@ -648,11 +669,7 @@ fn reject_duplicates(df: &DataFrame, src: &SourceFile, fix: &str) -> Result<()> 
             r.get(i + 1)?,
             df.column(cols::PROMPT_ID)?.get(i)?,
             df.column(cols::RESPONSE_ID)?.get(i)?,
-            if n > 1 {
-                format!(" ({n} duplicates in all)")
-            } else {
-                String::new()
-            }
+            duplicates_in_all(n)
         );
     }
     Ok(())
