@@ -75,19 +75,7 @@ fn main() {
         "engine benchmark: {} work items × 10 replicates",
         items.len()
     );
-    let cfg = |algorithms: Vec<Algorithm>, estimator| EngineConfig {
-        algorithms,
-        replicates: 10,
-        sampling: Sampling::WithReplacement,
-        estimator,
-        lambda_noise: LambdaNoise::Quadrature(16),
-        privacy: PrivacyParams {
-            r_max: 1.0,
-            delta_r: 1.0,
-            delta: 1e-2,
-            paper_eps1: false,
-        },
-    };
+    let cfg = |algorithms: Vec<Algorithm>, estimator| EngineConfig::new(algorithms, 10, estimator);
     let time = |c: &EngineConfig, threads: usize| -> f64 {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)

@@ -12,8 +12,8 @@ use crate::data::nested_jsonl::NestedKeys;
 use crate::data::synth::{Preset, Size, SynthOptions, synth};
 use crate::fsutil::write_atomic;
 use crate::privacy::accountant::{
-    Phase2Terms, phase1_eps_analytic, phase1_eps_classical, privbon_gauss_eps, privbon_gumbel_eps,
-    privitp_eps_max,
+    Phase2Terms, PrivacyParams, phase1_eps_analytic, phase1_eps_classical, privbon_gauss_eps,
+    privbon_gumbel_eps, privitp_eps_max,
 };
 use crate::privacy::budget::{BudgetParams, budget_table, check_sigma, point_table};
 use crate::report::format::{Format, Table};
@@ -343,13 +343,15 @@ fn budget(a: &BudgetArgs) -> Result<Table> {
         None => (0.0, a.r_max),
     };
     let p = BudgetParams {
-        r_max: a.r_max,
-        delta_r,
-        delta: a.delta,
+        privacy: PrivacyParams {
+            r_max: a.r_max,
+            delta_r,
+            delta: a.delta,
+            paper_eps1: a.paper_eps1,
+        },
         n: a.n,
         l: a.l,
         clamp,
-        paper_eps1: a.paper_eps1,
     };
     p.validate()?;
     if let Some(b) = a.beta {
@@ -446,7 +448,7 @@ fn budget(a: &BudgetArgs) -> Result<Table> {
             let sz = need(a.sigma_z, "--sigma-z", "privitp-max")?;
             check_sigma("--sigma-x", sx)?;
             check_sigma("--sigma-z", sz)?;
-            let eps1 = p.eps1(sx);
+            let eps1 = p.privacy.phase1_eps(sx);
             point_table(
                 vec![
                     ("eps1", "ε_1", eps1),

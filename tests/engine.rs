@@ -186,19 +186,7 @@ fn key<'a>(prompt: &'a str, n: usize) -> StreamKey<'a> {
 }
 
 fn cfg(algorithms: Vec<Algorithm>, replicates: usize, estimator: Estimator) -> EngineConfig {
-    EngineConfig {
-        algorithms,
-        replicates,
-        sampling: Sampling::WithReplacement,
-        estimator,
-        lambda_noise: LambdaNoise::Quadrature(16),
-        privacy: PrivacyParams {
-            r_max: 1.0,
-            delta_r: 1.0,
-            delta: 1e-2,
-            paper_eps1: false,
-        },
-    }
+    EngineConfig::new(algorithms, replicates, estimator)
 }
 
 fn privitp(sigma: f64, beta: f64) -> Algorithm {

@@ -193,7 +193,8 @@ fn eps_max_over_clamp_is_a_maximum() {
 /// queries than basic composition (the paper's ~3× at comparable settings).
 #[test]
 fn fsrc_respects_budget_and_beats_basic_composition() {
-    use privalign::privacy::fsrc::{FsrcParams, run_fsrc};
+    use privalign::sweep::engine::{PrivItpParams, PrivacyParams};
+    use privalign::sweep::fsrc::{FsrcParams, run_fsrc};
     let mut rng = Pcg64::seed_from_u64(4);
     let pools: Vec<Pool> = (0..30)
         .map(|_| {
@@ -211,14 +212,11 @@ fn fsrc_respects_budget_and_beats_basic_composition() {
     let p = FsrcParams {
         eps_total: 50.0,
         n: 16,
-        beta: 0.05,
-        sigma_x: sigma / 2.0,
-        sigma_z: sigma / 2.0,
-        l: 4.0,
-        r_max: 1.0,
-        delta_r,
-        eps1: phase1_eps_analytic(delta_r, sigma / 2.0, 1e-2),
-        clamp: (0.0, 1.0),
+        privitp: PrivItpParams::split_half(sigma, 0.05),
+        privacy: PrivacyParams {
+            delta_r,
+            ..PrivacyParams::default()
+        },
     };
     for seed in 0..3 {
         let r = run_fsrc(&pools, &p, seed);

@@ -5,6 +5,43 @@
 
 use super::normal::{log_cdf, log_mean_cdf_uniform};
 
+/// Privacy parameters of a reward model (design §5, §8) and the Phase-1
+/// convention: the exact analytic-Gaussian ε_1 (sound for every ε) unless
+/// `paper_eps1` asks for the paper's classical formula.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PrivacyParams {
+    pub r_max: f64,
+    pub delta_r: f64,
+    /// δ of Phase 1's (ε, δ) guarantee.
+    pub delta: f64,
+    /// Use the paper's classical ε_1 instead of the exact analytic-Gaussian ε.
+    pub paper_eps1: bool,
+}
+
+impl Default for PrivacyParams {
+    /// R_max = Δ_r = 1 (the assumption-free Δ_r = R_max of design §5), δ = 1e-2
+    /// (the paper's `tab:budgets`), sound ε_1.
+    fn default() -> Self {
+        Self {
+            r_max: 1.0,
+            delta_r: 1.0,
+            delta: 1e-2,
+            paper_eps1: false,
+        }
+    }
+}
+
+impl PrivacyParams {
+    /// ε_1 of PrivITP's Phase 1 with noise σ_X under the chosen convention.
+    pub fn phase1_eps(&self, sigma_x: f64) -> f64 {
+        if self.paper_eps1 {
+            phase1_eps_classical(self.delta_r, sigma_x, self.delta)
+        } else {
+            phase1_eps_analytic(self.delta_r, sigma_x, self.delta)
+        }
+    }
+}
+
 /// PrivBoN with Gumbel noise is the exponential mechanism: ε = 2Δ_r/σ
 /// (`thm:gumbel_priv`).
 pub fn privbon_gumbel_eps(delta_r: f64, sigma: f64) -> f64 {
@@ -87,6 +124,21 @@ impl Phase2Terms {
         } else {
             (t - 1) as f64 * self.kappa + self.accept
         }
+    }
+
+    /// E[ε_2^post(t)] over a halting law given by its three sufficient
+    /// statistics: E[(t − 1)·1{t ≤ n}], P(t ≤ n) and P(t = n + 1). With 0/1
+    /// indicators (one realised t) it equals [`Self::eps_post`].
+    pub fn expected_eps_post(
+        &self,
+        rejections_before_accept: f64,
+        accepted: f64,
+        fallback: f64,
+        n: usize,
+    ) -> f64 {
+        self.kappa * rejections_before_accept
+            + self.accept * accepted
+            + n as f64 * self.kappa * fallback
     }
 
     /// Worst case over outcomes t ∈ [1, n+1].

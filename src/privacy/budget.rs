@@ -21,31 +21,31 @@ use crate::report::format::{Cell, ColumnSpec, Table};
 /// Parameters shared by the budget computations.
 #[derive(Clone, Debug)]
 pub struct BudgetParams {
-    pub r_max: f64,
-    pub delta_r: f64,
-    pub delta: f64,
+    pub privacy: PrivacyParams,
     pub n: usize,
     pub l: f64,
     pub clamp: (f64, f64),
-    pub paper_eps1: bool,
 }
 
 impl BudgetParams {
     /// Check ranges; every failure names the flag and the fix.
     pub fn validate(&self) -> Result<()> {
-        if !(self.r_max > 0.0 && self.r_max.is_finite()) {
-            bail_input!("--r-max must be a positive number (got {})", self.r_max);
-        }
-        if !(self.delta_r > 0.0 && self.delta_r.is_finite()) {
+        if !(self.privacy.r_max > 0.0 && self.privacy.r_max.is_finite()) {
             bail_input!(
-                "--delta-r must be a positive number (got {}); the sensitivity Δ_r bounds how much one training example moves a reward",
-                self.delta_r
+                "--r-max must be a positive number (got {})",
+                self.privacy.r_max
             );
         }
-        if !(self.delta > 0.0 && self.delta < 1.0) {
+        if !(self.privacy.delta_r > 0.0 && self.privacy.delta_r.is_finite()) {
+            bail_input!(
+                "--delta-r must be a positive number (got {}); the sensitivity Δ_r bounds how much one training example moves a reward",
+                self.privacy.delta_r
+            );
+        }
+        if !(self.privacy.delta > 0.0 && self.privacy.delta < 1.0) {
             bail_input!(
                 "--delta must lie in (0, 1) (got {}); e.g. --delta 1e-5",
-                self.delta
+                self.privacy.delta
             );
         }
         if self.n < 1 {
@@ -63,15 +63,6 @@ impl BudgetParams {
         }
         Ok(())
     }
-
-    /// ε_1 under the chosen convention.
-    pub fn eps1(&self, sigma_x: f64) -> f64 {
-        if self.paper_eps1 {
-            phase1_eps_classical(self.delta_r, sigma_x, self.delta)
-        } else {
-            phase1_eps_analytic(self.delta_r, sigma_x, self.delta)
-        }
-    }
 }
 
 /// Require σ > 0 (named by its flag).
@@ -85,7 +76,7 @@ pub fn check_sigma(flag: &str, s: f64) -> Result<()> {
 /// ε_2^post at a fractional mean halting time t̄, maximised over λ̃ in the clamp.
 pub fn eps2_at_mean_halting(p: &BudgetParams, sigma_z: f64, t_mean: f64) -> f64 {
     let f = |lt: f64| {
-        let t = Phase2Terms::new(lt, sigma_z, p.r_max, p.delta_r, p.l);
+        let t = Phase2Terms::new(lt, sigma_z, p.privacy.r_max, p.privacy.delta_r, p.l);
         (t_mean - 1.0) * t.kappa + t.accept
     };
     let (lo, hi) = p.clamp;
@@ -114,13 +105,12 @@ pub fn budget_table(p: &BudgetParams, sigmas: &[f64], t_mean: f64) -> Result<Tab
         .iter()
         .map(|&s| {
             let (sx, sz) = (s / 2.0, s / 2.0);
-            let classical = phase1_eps_classical(p.delta_r, sx, p.delta);
-            let analytic = phase1_eps_analytic(p.delta_r, sx, p.delta);
-            let eps1 = if p.paper_eps1 { classical } else { analytic };
+            let classical = phase1_eps_classical(p.privacy.delta_r, sx, p.privacy.delta);
+            let eps1 = p.privacy.phase1_eps(sx);
             let eps2 = eps2_at_mean_halting(p, sz, t_mean);
             vec![
                 Cell::Num(s),
-                Cell::Num(privbon_gumbel_eps(p.delta_r, s)),
+                Cell::Num(privbon_gumbel_eps(p.privacy.delta_r, s)),
                 Cell::Num(eps1),
                 Cell::Num(classical),
                 Cell::Text(if classical < 1.0 {
@@ -175,11 +165,11 @@ pub fn budget_table(p: &BudgetParams, sigmas: &[f64], t_mean: f64) -> Result<Tab
         caption: format!(
             "Privacy budgets ($\\varepsilon$) across noise levels $\\sigma$ (PrivITP: $\\sigma_X=\\sigma_Z=\\sigma/2$, $L={}$), $\\Delta_r={}$, $R_{{\\max}}={}$, $\\delta={}$, $n={}$. $\\varepsilon_1$ is the {} Gaussian-mechanism $\\varepsilon$; $\\varepsilon_2^{{\\mathrm{{post}}}}$ is evaluated at mean halting time {} and the worst $\\tilde\\lambda\\in[{},{}]$.",
             p.l,
-            p.delta_r,
-            p.r_max,
-            p.delta,
+            p.privacy.delta_r,
+            p.privacy.r_max,
+            p.privacy.delta,
             p.n,
-            if p.paper_eps1 {
+            if p.privacy.paper_eps1 {
                 "classical (paper)"
             } else {
                 "exact analytic"

@@ -1,7 +1,6 @@
-//! Privacy: normal-distribution numerics, the privacy accountant, the
-//! budget table and FSRC composition.
+//! Privacy: normal-distribution numerics, the privacy accountant and the
+//! budget table. (FSRC composition runs the engine, so it is `sweep::fsrc`.)
 
 pub mod accountant;
 pub mod budget;
-pub mod fsrc;
 pub mod normal;

@@ -12,9 +12,8 @@ use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
 use super::seed::{StreamKey, StreamUse, stable_id};
-use crate::privacy::accountant::{
-    Phase2Terms, phase1_eps_analytic, phase1_eps_classical, privbon_gumbel_eps,
-};
+pub use crate::privacy::accountant::PrivacyParams;
+use crate::privacy::accountant::{Phase2Terms, privbon_gumbel_eps};
 use crate::select::itp::{ItpAcceptance, PrivItpAcceptance};
 use crate::select::lambda::solve_lambda_sorted_desc;
 use crate::select::pool::{Pool, Values};
@@ -130,17 +129,6 @@ impl Algorithm {
     }
 }
 
-/// Privacy parameters of the reward model (design §5, §8).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PrivacyParams {
-    pub r_max: f64,
-    pub delta_r: f64,
-    /// δ of Phase 1's (ε, δ) guarantee.
-    pub delta: f64,
-    /// Use the paper's classical ε_1 instead of the exact analytic-Gaussian ε.
-    pub paper_eps1: bool,
-}
-
 /// Settings shared by every work item of a run.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -150,6 +138,21 @@ pub struct EngineConfig {
     pub estimator: Estimator,
     pub lambda_noise: LambdaNoise,
     pub privacy: PrivacyParams,
+}
+
+impl EngineConfig {
+    /// The defaults of design §6–§9: bootstrap with replacement, λ̃
+    /// integrated by 16-node Gauss–Hermite quadrature, [`PrivacyParams::default`].
+    pub fn new(algorithms: Vec<Algorithm>, replicates: usize, estimator: Estimator) -> Self {
+        Self {
+            algorithms,
+            replicates,
+            sampling: Sampling::WithReplacement,
+            estimator,
+            lambda_noise: LambdaNoise::Quadrature(16),
+            privacy: PrivacyParams::default(),
+        }
+    }
 }
 
 /// Metrics of one algorithm on one (prompt, n), averaged over replicates.
@@ -248,15 +251,6 @@ impl AcceptCache {
     }
 }
 
-/// ε_1 of PrivITP's Phase 1 under the configured convention.
-fn phase1_eps(p: &PrivacyParams, sigma_x: f64) -> f64 {
-    if p.paper_eps1 {
-        phase1_eps_classical(p.delta_r, sigma_x, p.delta)
-    } else {
-        phase1_eps_analytic(p.delta_r, sigma_x, p.delta)
-    }
-}
-
 fn clamp_lambda(l: f64, clamp: Option<(f64, f64)>) -> f64 {
     match clamp {
         Some((lo, hi)) => l.clamp(lo, hi),
@@ -280,7 +274,7 @@ pub fn run_item(pool: &Pool, n: usize, key: &StreamKey, cfg: &EngineConfig) -> V
         .algorithms
         .iter()
         .map(|a| match a {
-            Algorithm::PrivItp(p) => phase1_eps(&cfg.privacy, p.sigma_x),
+            Algorithm::PrivItp(p) => cfg.privacy.phase1_eps(p.sigma_x),
             _ => 0.0,
         })
         .collect();
@@ -541,10 +535,9 @@ fn privitp(
             },
         );
         let terms = Phase2Terms::new(lt, p.sigma_z, pr.r_max, pr.delta_r, p.l);
-        let eps2 = terms.kappa * o.rejections_before_accept
-            + terms.accept * o.accepted
-            + n as f64 * terms.kappa * o.fallback;
-        m.eps = Some(eps1 + eps2);
+        m.eps = Some(
+            eps1 + terms.expected_eps_post(o.rejections_before_accept, o.accepted, o.fallback, n),
+        );
         m
     };
     let sample_lambda = cfg.estimator == Estimator::Sampled || nodes.is_empty();

@@ -6,6 +6,8 @@
 //!   once, evaluates every algorithm on them (common random numbers) and
 //!   averages the metrics over replicates; [`engine::run_items`] runs many work
 //!   items in parallel with rayon.
+//! * [`fsrc`] answers a prompt stream with PrivITP under FSRC composition.
 
 pub mod engine;
+pub mod fsrc;
 pub mod seed;

@@ -4,22 +4,26 @@
 //! realised ex-post cost ε_1 + ε_2^post(t), and compare with basic
 //! composition, which answers ⌊ε_total/ε_max⌋ queries.
 //!
-//! Each query is a literal PrivITP run (the `sampled` estimator: real coins):
-//! batch A → λ, λ̃ = clamp(λ + N(0, σ_X²)), Phase 2 on a fresh batch with
-//! noisy rewards and acceptance coins, fallback to a fresh draw. The clamp
-//! interval (default [0, R_max], design §5) makes ε_max finite.
+//! Each query is one replicate of the engine's PrivITP with the `sampled`
+//! estimator and a sampled λ̃ — real coins, exactly as in a sweep — whose
+//! metrics are then the realised halting time t, ε_1 + ε_2^post(t) and r* of
+//! the released response. The clamp interval (default [0, R_max], design §5)
+//! makes ε_max finite. Lives under `sweep` (not `privacy`) because it runs the
+//! engine.
 //!
-//! The prompt stream visits the dataset's prompts in a seeded random order,
-//! reshuffled on every pass, until the filter halts.
+//! The prompt stream visits the prompts in a seeded random order, reshuffled
+//! on every pass. Query τ draws from its own stream (the query number stands
+//! in the key's dataset field), so a prompt revisited later gets fresh coins.
 
-use rand::RngExt;
 use rand::seq::SliceRandom;
-use rand_distr::StandardNormal;
 use rand_pcg::Pcg64;
 
-use super::accountant::{Phase2Terms, privitp_eps_max};
-use crate::select::itp::PrivItpAcceptance;
-use crate::select::lambda::solve_lambda;
+use super::engine::{
+    Algorithm, EngineConfig, Estimator, LambdaNoise, PrivItpParams, PrivacyParams, Sampling,
+    run_item,
+};
+use super::seed::StreamKey;
+use crate::privacy::accountant::privitp_eps_max;
 use crate::select::pool::Pool;
 
 /// FSRC settings for one reward model.
@@ -27,16 +31,9 @@ use crate::select::pool::Pool;
 pub struct FsrcParams {
     pub eps_total: f64,
     pub n: usize,
-    pub beta: f64,
-    pub sigma_x: f64,
-    pub sigma_z: f64,
-    pub l: f64,
-    pub r_max: f64,
-    pub delta_r: f64,
-    /// ε_1 of Phase 1 (the accountant's sound value, or the paper's on request).
-    pub eps1: f64,
-    /// λ̃ clamp interval (post-processing).
-    pub clamp: (f64, f64),
+    /// PrivITP's parameters; `clamp: None` means [0, R_max].
+    pub privitp: PrivItpParams,
+    pub privacy: PrivacyParams,
 }
 
 /// One FSRC run (one seed).
@@ -54,31 +51,33 @@ pub struct FsrcRun {
     pub max_query_eps: f64,
 }
 
-/// One literal PrivITP query on `pool`: returns (released pool index, halting time t).
-fn privitp_query(pool: &Pool, p: &FsrcParams, rng: &mut Pcg64) -> (usize, usize, f64) {
-    let size = pool.len();
-    let batch_a: Vec<f64> = (0..p.n)
-        .map(|_| pool.proxy(rng.random_range(0..size)))
-        .collect();
-    let lambda = solve_lambda(&batch_a, p.beta);
-    let z: f64 = rng.sample(StandardNormal);
-    let lt = (lambda + p.sigma_x * z).clamp(p.clamp.0, p.clamp.1);
-    let acc = PrivItpAcceptance::new(lt, p.sigma_z, p.r_max, p.l);
-    for t in 1..=p.n {
-        let i = rng.random_range(0..size);
-        let g: f64 = rng.sample(StandardNormal);
-        let u: f64 = rng.random::<f64>();
-        if acc.coin(pool.proxy(i) + p.sigma_z * g, u) {
-            return (i, t, lt);
-        }
-    }
-    (rng.random_range(0..size), p.n + 1, lt)
-}
-
 /// Run the FSRC filter over a prompt stream drawn from `pools`.
 pub fn run_fsrc(pools: &[Pool], p: &FsrcParams, seed: u64) -> FsrcRun {
     assert!(!pools.is_empty(), "FSRC needs at least one prompt");
-    let eps_max = privitp_eps_max(p.eps1, p.clamp, p.sigma_z, p.r_max, p.delta_r, p.l, p.n);
+    let pr = p.privacy;
+    let clamp = p.privitp.clamp.unwrap_or((0.0, pr.r_max));
+    let privitp = PrivItpParams {
+        clamp: Some(clamp),
+        ..p.privitp
+    };
+    let eps1 = pr.phase1_eps(privitp.sigma_x);
+    let eps_max = privitp_eps_max(
+        eps1,
+        clamp,
+        privitp.sigma_z,
+        pr.r_max,
+        pr.delta_r,
+        privitp.l,
+        p.n,
+    );
+    let cfg = EngineConfig {
+        algorithms: vec![Algorithm::PrivItp(privitp)],
+        replicates: 1,
+        sampling: Sampling::WithReplacement,
+        estimator: Estimator::Sampled,
+        lambda_noise: LambdaNoise::Sampled,
+        privacy: pr,
+    };
     let mut rng = Pcg64::new(
         u128::from(seed) ^ 0x6673_7263_0000_0000_0000_0000_0000_0000,
         7,
@@ -92,16 +91,24 @@ pub fn run_fsrc(pools: &[Pool], p: &FsrcParams, seed: u64) -> FsrcRun {
             order.shuffle(&mut rng);
             pos = 0;
         }
-        let pool = &pools[order[pos]];
+        let prompt = order[pos];
         pos += 1;
-        let (sel, t, lt) = privitp_query(pool, p, &mut rng);
-        let cost =
-            p.eps1 + Phase2Terms::new(lt, p.sigma_z, p.r_max, p.delta_r, p.l).eps_post(t, p.n);
+        let query = format!("fsrc-query-{queries}");
+        let prompt_id = prompt.to_string();
+        let key = StreamKey {
+            seed,
+            dataset: &query,
+            reward_model: "",
+            prompt_id: &prompt_id,
+            n: p.n,
+        };
+        let m = run_item(&pools[prompt], p.n, &key, &cfg)[0];
+        let cost = m.eps.unwrap_or(f64::INFINITY);
         spent += cost;
         max_q = max_q.max(cost);
         queries += 1;
-        halt_sum += t as f64;
-        gold_sum += pool.values[sel].gold;
+        halt_sum += m.halting_time.unwrap_or(f64::NAN);
+        gold_sum += m.values.gold;
     }
     FsrcRun {
         queries,
