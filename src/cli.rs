@@ -11,6 +11,7 @@ use crate::data::ingest::{IngestOptions, IngestSource, ingest};
 use crate::data::nested_jsonl::NestedKeys;
 use crate::data::synth::{Preset, Size, SynthOptions, synth};
 use crate::fsutil::write_atomic;
+use crate::pipeline::{self, ExperimentOptions};
 use crate::privacy::accountant::{
     Phase2Terms, PrivacyParams, phase1_eps_analytic, phase1_eps_classical, privbon_gauss_eps,
     privbon_gumbel_eps, privitp_eps_max,
@@ -36,6 +37,49 @@ pub enum Command {
     Synth(SynthArgs),
     /// Privacy budgets: the paper's budget table, or one accountant formula at one point.
     Budget(BudgetArgs),
+    /// Run an experiment config: every algorithm × σ/β × n × prompt, with bootstrap replicates.
+    Sweep(SweepArgs),
+    /// Sweep, then render every table and plot the config's `reports` section asks for.
+    Reproduce(SweepArgs),
+    /// Run only the config's `fsrc` section (multi-query FSRC composition) and print its table.
+    Fsrc(FsrcArgs),
+}
+
+/// The experiment config and the settings shared by sweep, reproduce and fsrc.
+#[derive(Debug, Args)]
+pub struct ExperimentArgs {
+    /// Experiment config (YAML), e.g. experiments/demo.yaml.
+    pub config: PathBuf,
+    /// Results directory (default: results/<experiment name>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Worker threads (default: all cores). Results do not depend on it.
+    #[arg(long, value_name = "K")]
+    pub threads: Option<usize>,
+    /// Override a config key, e.g. --set algorithms.privbon.sigma=[0.5,1] (repeatable).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub sets: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub exp: ExperimentArgs,
+    /// Reuse the finished chunks of an interrupted run with the same config hash.
+    #[arg(long)]
+    pub resume: bool,
+    /// Never draw a progress bar (one status line per stage instead).
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct FsrcArgs {
+    #[command(flatten)]
+    pub exp: ExperimentArgs,
+    /// Output format of the printed table.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
 }
 
 /// Which accountant quantity `privalign budget` computes.
@@ -523,6 +567,30 @@ pub fn run(cli: Cli) -> Result<()> {
                 eprintln!("wrote {}", path.display());
             }
         }
+        Command::Sweep(a) => {
+            pipeline::sweep(&experiment_options(&a.exp, a.resume, !a.no_progress)?)?;
+        }
+        Command::Reproduce(a) => {
+            pipeline::reproduce(&experiment_options(&a.exp, a.resume, !a.no_progress)?)?;
+        }
+        Command::Fsrc(a) => {
+            let table = pipeline::fsrc(&experiment_options(&a.exp, false, false)?)?;
+            print!("{}", table.render(a.format));
+        }
     }
     Ok(())
+}
+
+fn experiment_options(a: &ExperimentArgs, resume: bool, progress: bool) -> Result<ExperimentOptions> {
+    if a.threads == Some(0) {
+        bail_input!("--threads 0: give at least 1 worker thread, or omit --threads to use every core");
+    }
+    Ok(ExperimentOptions {
+        config: a.config.clone(),
+        sets: a.sets.clone(),
+        out: a.out.clone(),
+        threads: a.threads,
+        resume,
+        progress,
+    })
 }

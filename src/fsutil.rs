@@ -9,6 +9,8 @@
 
 use anyhow::{Context, Result};
 use std::fs;
+use sha2::{Digest, Sha256};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::bail_input;
@@ -99,12 +101,21 @@ impl Drop for StagedDir {
 /// Write `bytes` to `path` atomically (temporary sibling, fsync, rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
+    with_atomic_file(path, |f| {
+        f.write_all(bytes)?;
+        Ok(())
+    })
+}
+
+/// Create `path` atomically: `fill` writes into a temporary sibling, which
+/// is synced and renamed into place only if `fill` succeeds (and removed
+/// otherwise).
+pub fn with_atomic_file(path: &Path, fill: impl FnOnce(&mut fs::File) -> Result<()>) -> Result<()> {
     let tmp = sibling(path, "tmp")?;
     let result = (|| -> Result<()> {
         let mut f =
             fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        f.write_all(bytes)
-            .with_context(|| format!("writing {}", tmp.display()))?;
+        fill(&mut f).with_context(|| format!("writing {}", tmp.display()))?;
         f.sync_all().ok();
         fs::rename(&tmp, path).with_context(|| format!("renaming into {}", path.display()))
     })();
@@ -112,6 +123,23 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// Hex sha256 of a file, streamed.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let mut f = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f
+            .read(&mut buf)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(hex::encode(h.finalize()))
 }
 
 #[cfg(test)]

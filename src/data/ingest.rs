@@ -16,10 +16,8 @@
 
 use anyhow::{Context, Result};
 use polars::prelude::*;
-use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::cols;
@@ -29,7 +27,7 @@ use super::prepared::{
 };
 use super::read::{self, SourceFile};
 use crate::bail_input;
-use crate::fsutil::{StagedDir, write_atomic};
+use crate::fsutil::{StagedDir, sha256_file, write_atomic};
 
 /// Which of the three input forms to read.
 #[derive(Clone, Debug)]
@@ -756,23 +754,6 @@ fn output_frame(frame: &DataFrame, reward_models: &[String]) -> Result<DataFrame
         columns.push(g.cast(&DataType::Float32)?);
     }
     Ok(DataFrame::new_infer_height(columns)?)
-}
-
-/// Hex sha256 of a file, streamed.
-pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f
-            .read(&mut buf)
-            .with_context(|| format!("reading {}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(hex::encode(h.finalize()))
 }
 
 #[allow(clippy::too_many_arguments)]

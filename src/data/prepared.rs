@@ -142,6 +142,25 @@ pub struct PreparedDataset {
     pub gen_seconds: Option<Vec<f32>>,
 }
 
+/// Read `dir/dataset.yaml` alone (cheap: validation needs only the counts
+/// and reward-model names).
+pub fn load_manifest(dir: &Path) -> Result<DatasetManifest> {
+    let manifest_path = dir.join(MANIFEST_FILE);
+    let text = std::fs::read_to_string(&manifest_path).map_err(|e| {
+        crate::error::input_error(format!(
+            "{}: cannot read ({e}); is {} a dataset prepared by `privalign ingest`?",
+            manifest_path.display(),
+            dir.display()
+        ))
+    })?;
+    yaml_serde::from_str(&text).map_err(|e| {
+        crate::error::input_error(format!(
+            "{}: not a valid dataset manifest ({e}); re-run `privalign ingest`",
+            manifest_path.display()
+        ))
+    })
+}
+
 impl PreparedDataset {
     pub fn prompts(&self) -> usize {
         self.prompt_ids.len()
@@ -156,20 +175,7 @@ impl PreparedDataset {
 
     /// Load `dir/scores.parquet` and `dir/dataset.yaml`.
     pub fn load(dir: &Path) -> Result<Self> {
-        let manifest_path = dir.join(MANIFEST_FILE);
-        let text = std::fs::read_to_string(&manifest_path).map_err(|e| {
-            crate::error::input_error(format!(
-                "{}: cannot read ({e}); is {} a dataset prepared by `privalign ingest`?",
-                manifest_path.display(),
-                dir.display()
-            ))
-        })?;
-        let manifest: DatasetManifest = yaml_serde::from_str(&text).map_err(|e| {
-            crate::error::input_error(format!(
-                "{}: not a valid dataset manifest ({e}); re-run `privalign ingest`",
-                manifest_path.display()
-            ))
-        })?;
+        let manifest = load_manifest(dir)?;
         let scores_path = dir.join(SCORES_FILE);
         let f = File::open(&scores_path)
             .with_context(|| format!("opening {}", scores_path.display()))?;

@@ -26,6 +26,8 @@ pub struct ColumnSpec {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Cell {
     Num(f64),
+    /// Mean ± standard error (`$m \pm s$` in LaTeX); the SE may be undefined.
+    MeanSe(f64, Option<f64>),
     Text(String),
     Empty,
 }
@@ -56,6 +58,15 @@ fn human(c: &Cell, decimals: usize, latex: bool) -> String {
                 format!("$-${}", &s[1..])
             } else {
                 s
+            }
+        }
+        Cell::MeanSe(m, se) => {
+            let m = format!("{m:.decimals$}");
+            match (se, latex) {
+                (Some(s), true) => format!("${m} \\pm {s:.decimals$}$"),
+                (Some(s), false) => format!("{m} ± {s:.decimals$}"),
+                (None, true) => format!("${m}$"),
+                (None, false) => m,
             }
         }
         Cell::Text(t) => t.clone(),
@@ -174,6 +185,8 @@ impl Table {
                 .iter()
                 .map(|c| match c {
                     Cell::Num(x) => format!("{x:e}"),
+                    Cell::MeanSe(m, Some(s)) => format!("{m:e}±{s:e}"),
+                    Cell::MeanSe(m, None) => format!("{m:e}"),
                     Cell::Text(t) => t.clone(),
                     Cell::Empty => String::new(),
                 })
@@ -197,6 +210,7 @@ impl Table {
                             Cell::Num(x) => serde_json::Number::from_f64(*x)
                                 .map(Value::Number)
                                 .unwrap_or(Value::Null),
+                            Cell::MeanSe(m, se) => serde_json::json!({"mean": m, "se": se}),
                             Cell::Text(t) => Value::String(t.clone()),
                             Cell::Empty => Value::Null,
                         },

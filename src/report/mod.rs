@@ -1,3 +1,4 @@
 //! Rendering tables for terminals, documents and other tools.
 
 pub mod format;
+pub mod fsrc;

@@ -11,3 +11,5 @@
 pub mod engine;
 pub mod fsrc;
 pub mod seed;
+pub mod transform;
+pub mod run;

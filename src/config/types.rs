@@ -1,0 +1,368 @@
+//! The experiment config's types (design §9), deserialised with serde.
+//!
+//! Every struct denies unknown keys, so a misspelt key is an error naming its
+//! path rather than a silently ignored setting. Defaults are the design's:
+//! 50 replicates, seed 0, bootstrap with replacement, the exact conditional
+//! estimator, λ̃ integrated by 16-node Gauss–Hermite quadrature, δ = 1e-2,
+//! the sound analytic-Gaussian ε₁.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use super::grid::NGrid;
+
+/// One experiment (one YAML file).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentConfig {
+    /// Experiment name; the default results directory is `results/<name>`.
+    /// Defaults to the config file's stem.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Free text, copied to the manifest.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Prepared datasets (`privalign ingest` outputs).
+    pub datasets: Vec<DatasetSpec>,
+    /// Reward models by name, each with its transform and privacy parameters
+    /// (design §5). Every dataset must have every reward model named here.
+    pub reward_models: BTreeMap<String, RewardModelSpec>,
+    /// The n grid: `[2, 8, 64]` or `{log2: [1, 12]}`.
+    pub n: NGrid,
+    #[serde(default = "default_replicates")]
+    pub replicates: usize,
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default)]
+    pub sampling: SamplingSpec,
+    #[serde(default)]
+    pub estimator: EstimatorSpec,
+    /// Gauss–Hermite nodes integrating PrivITP's λ̃ noise under the
+    /// conditional estimator; 0 draws one λ̃ per replicate instead.
+    #[serde(default = "default_lambda_nodes")]
+    pub lambda_nodes: usize,
+    #[serde(default)]
+    pub privacy: PrivacySpec,
+    pub algorithms: AlgorithmsSpec,
+    #[serde(default)]
+    pub fsrc: Option<FsrcSpec>,
+    #[serde(default)]
+    pub reports: ReportsSpec,
+}
+
+fn default_replicates() -> usize {
+    50
+}
+
+fn default_lambda_nodes() -> usize {
+    16
+}
+
+/// A prepared dataset. A relative `path` is resolved against the directory
+/// of the config file, so a config runs the same from any working directory.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetSpec {
+    pub path: String,
+    /// Name in the results; defaults to the dataset's own name (dataset.yaml).
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// How raw scores map to [0, r_max] (design §5), and the sensitivity.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RewardModelSpec {
+    #[serde(default)]
+    pub transform: TransformSpec,
+    /// Sensitivity Δ_r; defaults to r_max (the assumption-free bound).
+    #[serde(default)]
+    pub delta_r: Option<f64>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TransformSpec {
+    #[serde(default)]
+    pub kind: TransformKind,
+    #[serde(default)]
+    pub lo: Option<f64>,
+    #[serde(default)]
+    pub hi: Option<f64>,
+    #[serde(default = "default_r_max")]
+    pub r_max: f64,
+}
+
+impl Default for TransformSpec {
+    fn default() -> Self {
+        Self {
+            kind: TransformKind::default(),
+            lo: None,
+            hi: None,
+            r_max: default_r_max(),
+        }
+    }
+}
+
+fn default_r_max() -> f64 {
+    1.0
+}
+
+/// The reward transforms of design §5. See `sweep::transform` for the maps.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TransformKind {
+    /// Clip to the configured [lo, hi], map linearly to [0, r_max].
+    /// Data-independent: what a private deployment needs.
+    Clip,
+    /// The dataset's own min and max map to 0 and r_max (data-dependent).
+    #[default]
+    Minmax,
+    /// r_max · logistic(raw): data-independent, no bounds.
+    Sigmoid,
+    /// Standardise by the dataset's mean and sd, clip to [lo, hi] (default
+    /// [−3, 3]) in sd units, map to [0, r_max] (data-dependent).
+    Zscore,
+    /// Raw scores used as they are; they must already lie in [0, r_max].
+    None,
+}
+
+impl TransformKind {
+    /// Whether the transform is computed from the data, which makes any
+    /// privacy claim conditional on it (design §5).
+    pub fn data_dependent(self) -> bool {
+        matches!(self, TransformKind::Minmax | TransformKind::Zscore)
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SamplingSpec {
+    #[default]
+    WithReplacement,
+    WithoutReplacement,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum EstimatorSpec {
+    #[default]
+    Conditional,
+    Sampled,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PrivacySpec {
+    /// δ of PrivITP Phase 1's (ε, δ) guarantee.
+    #[serde(default = "default_delta")]
+    pub delta: f64,
+    /// Compose with the paper's classical ε₁ instead of the sound analytic one.
+    #[serde(default)]
+    pub paper_eps1: bool,
+}
+
+impl Default for PrivacySpec {
+    fn default() -> Self {
+        Self {
+            delta: default_delta(),
+            paper_eps1: false,
+        }
+    }
+}
+
+fn default_delta() -> f64 {
+    1e-2
+}
+
+/// The algorithms and their sweeps. An absent key means "not run".
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AlgorithmsSpec {
+    #[serde(default)]
+    pub bon: Option<BonSpec>,
+    #[serde(default)]
+    pub privbon: Option<SigmaSweep>,
+    #[serde(default)]
+    pub privbon_gauss: Option<SigmaSweep>,
+    #[serde(default)]
+    pub itp: Option<ItpSpec>,
+    #[serde(default)]
+    pub privitp: Option<PrivItpSpec>,
+}
+
+/// BoN has no parameters: `bon: {}`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BonSpec {}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SigmaSweep {
+    pub sigma: Vec<f64>,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BatchesSpec {
+    #[default]
+    Fresh,
+    Shared,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ItpSpec {
+    pub beta: Vec<f64>,
+    #[serde(default)]
+    pub batches: BatchesSpec,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PrivItpSpec {
+    /// Total noise σ, split by `split` (required unless `split` gives σ_X
+    /// and σ_Z explicitly).
+    #[serde(default)]
+    pub sigma: Option<Vec<f64>>,
+    pub beta: Vec<f64>,
+    #[serde(default)]
+    pub split: SplitSpec,
+    /// Truncation parameter L of M = (R_max + σ_Z·L − λ̃)/β.
+    #[serde(default = "default_l", rename = "L")]
+    pub l: f64,
+    /// Clamp λ̃ to [lo, hi] (post-processing); none by default in sweeps.
+    #[serde(default)]
+    pub clamp: Option<[f64; 2]>,
+    #[serde(default)]
+    pub batches: BatchesSpec,
+}
+
+fn default_l() -> f64 {
+    4.0
+}
+
+/// How PrivITP's total σ is split between Phase 1 (σ_X) and Phase 2 (σ_Z):
+/// `split: half` or `split: {sigma_x: 0.3, sigma_z: 0.2}`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum SplitSpec {
+    /// σ_X = σ_Z = σ/2 (the paper's choice).
+    #[default]
+    Half,
+    /// One explicit pair; then `sigma` must be absent.
+    Explicit { sigma_x: f64, sigma_z: f64 },
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct SplitPair {
+    sigma_x: f64,
+    sigma_z: f64,
+}
+
+impl<'de> Deserialize<'de> for SplitSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let v = yaml_serde::Value::deserialize(d)?;
+        if v.as_str() == Some("half") {
+            return Ok(SplitSpec::Half);
+        }
+        match yaml_serde::from_value::<SplitPair>(v) {
+            Ok(p) => Ok(SplitSpec::Explicit {
+                sigma_x: p.sigma_x,
+                sigma_z: p.sigma_z,
+            }),
+            Err(e) => Err(D::Error::custom(format!(
+                "expected `half` or {{sigma_x: <number>, sigma_z: <number>}} ({e})"
+            ))),
+        }
+    }
+}
+
+impl Serialize for SplitSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            SplitSpec::Half => s.serialize_str("half"),
+            SplitSpec::Explicit { sigma_x, sigma_z } => SplitPair {
+                sigma_x: *sigma_x,
+                sigma_z: *sigma_z,
+            }
+            .serialize(s),
+        }
+    }
+}
+
+/// The multi-query FSRC experiment (paper `alg:privitp_fsrc`).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FsrcSpec {
+    /// Total privacy budget ε_total.
+    pub eps_total: f64,
+    /// Candidates per query.
+    pub n: usize,
+    /// PrivITP's total σ values (split σ_X = σ_Z = σ/2).
+    pub sigma: Vec<f64>,
+    pub beta: f64,
+    #[serde(default = "default_l", rename = "L")]
+    pub l: f64,
+    /// λ̃ clamp; default [0, r_max], which makes ε_max finite.
+    #[serde(default)]
+    pub clamp: Option<[f64; 2]>,
+    /// Independent runs (seeds) per setting, for mean ± SE.
+    #[serde(default = "default_fsrc_seeds")]
+    pub seeds: usize,
+    /// Reward models to run; default: all of the experiment's.
+    #[serde(default)]
+    pub reward_models: Option<Vec<String>>,
+}
+
+fn default_fsrc_seeds() -> usize {
+    5
+}
+
+/// What `privalign reproduce` renders after the sweep.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ReportsSpec {
+    #[serde(default)]
+    pub tables: Vec<TableSpec>,
+    #[serde(default)]
+    pub plots: Vec<PlotSpec>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum TableKind {
+    Lift,
+    Winrate,
+    Budget,
+    Fsrc,
+    Generation,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TableSpec {
+    pub kind: TableKind,
+    /// The n the table reports; default the grid's largest.
+    #[serde(default)]
+    pub n: Option<usize>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlotKind {
+    Scaling,
+    Sigma,
+    Beta,
+    PrivacyUtility,
+    Fsrc,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PlotSpec {
+    pub kind: PlotKind,
+    #[serde(default)]
+    pub n: Option<usize>,
+}

@@ -1,0 +1,246 @@
+//! Value checks that need no data: every σ, β, n, bound and budget is in its
+//! domain. Each error names the key path and the fix.
+
+use anyhow::Result;
+
+use super::types::*;
+use crate::error::input_error;
+
+fn bad(path: impl AsRef<str>, msg: impl AsRef<str>) -> anyhow::Error {
+    input_error(format!("{}: {}", path.as_ref(), msg.as_ref()))
+}
+
+/// A list sweep must be non-empty with every value finite and > 0.
+fn positive_sweep(path: &str, what: &str, values: &[f64]) -> Result<()> {
+    if values.is_empty() {
+        return Err(bad(
+            path,
+            format!("is empty; list at least one {what} value, e.g. [0.5, 1]"),
+        ));
+    }
+    for (i, &v) in values.iter().enumerate() {
+        positive(&format!("{path}[{i}]"), what, v)?;
+    }
+    Ok(())
+}
+
+fn positive(path: &str, what: &str, v: f64) -> Result<()> {
+    if !(v.is_finite() && v > 0.0) {
+        return Err(bad(
+            path,
+            format!("{what} must be a finite number > 0, got {v}"),
+        ));
+    }
+    Ok(())
+}
+
+fn interval(path: &str, lo: f64, hi: f64) -> Result<()> {
+    if !(lo.is_finite() && hi.is_finite()) {
+        return Err(bad(path, format!("bounds must be finite, got [{lo}, {hi}]")));
+    }
+    if lo >= hi {
+        return Err(bad(
+            path,
+            format!("lo = {lo} ≥ hi = {hi}; give an interval with lo < hi"),
+        ));
+    }
+    Ok(())
+}
+
+/// Check every value of `c` that can be checked without the data.
+pub fn validate(c: &ExperimentConfig) -> Result<()> {
+    if let Some(name) = &c.name
+        && (name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.'))
+    {
+        return Err(bad(
+            "name",
+            format!("`{name}` cannot name a results directory; use letters, digits, - and _"),
+        ));
+    }
+    if c.datasets.is_empty() {
+        return Err(bad(
+            "datasets",
+            "is empty; list at least one prepared dataset, e.g. `- path: ../data/demo/prepared`",
+        ));
+    }
+    if c.reward_models.is_empty() {
+        return Err(bad(
+            "reward_models",
+            "is empty; name at least one reward model, e.g. `oasst: {transform: {kind: minmax}}`",
+        ));
+    }
+    for (name, rm) in &c.reward_models {
+        validate_reward_model(&format!("reward_models.{name}"), rm)?;
+    }
+    let ns = c.n.values().map_err(|m| bad("n", m))?;
+    if c.replicates < 1 {
+        return Err(bad("replicates", "must be at least 1"));
+    }
+    if c.lambda_nodes > 64 {
+        return Err(bad(
+            "lambda_nodes",
+            format!(
+                "{} Gauss–Hermite nodes is more than needed; use 1–64 (16 is exact to ~1e-6), or 0 to sample λ̃",
+                c.lambda_nodes
+            ),
+        ));
+    }
+    let d = c.privacy.delta;
+    if !(d > 0.0 && d < 1.0) {
+        return Err(bad(
+            "privacy.delta",
+            format!("δ must lie in (0, 1), got {d}"),
+        ));
+    }
+    validate_algorithms(&c.algorithms)?;
+    if let Some(f) = &c.fsrc {
+        validate_fsrc(f, c)?;
+    }
+    for (i, t) in c.reports.tables.iter().enumerate() {
+        report_n(&format!("reports.tables[{i}].n"), t.n, &ns)?;
+    }
+    for (i, p) in c.reports.plots.iter().enumerate() {
+        report_n(&format!("reports.plots[{i}].n"), p.n, &ns)?;
+    }
+    Ok(())
+}
+
+fn report_n(path: &str, n: Option<usize>, grid: &[usize]) -> Result<()> {
+    match n {
+        Some(n) if !grid.contains(&n) => Err(bad(
+            path,
+            format!("n = {n} is not in the n grid {grid:?}; pick one of those"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn validate_reward_model(path: &str, rm: &RewardModelSpec) -> Result<()> {
+    let t = &rm.transform;
+    let tp = format!("{path}.transform");
+    positive(&format!("{tp}.r_max"), "r_max", t.r_max)?;
+    if let Some(dr) = rm.delta_r {
+        positive(&format!("{path}.delta_r"), "Δ_r", dr)?;
+    }
+    let kind = format!("{:?}", t.kind).to_lowercase();
+    match t.kind {
+        TransformKind::Clip => match (t.lo, t.hi) {
+            (Some(lo), Some(hi)) => interval(&tp, lo, hi)?,
+            _ => {
+                return Err(bad(
+                    &tp,
+                    "kind clip needs fixed bounds `lo` and `hi` (raw-score units), e.g. {kind: clip, lo: -6, hi: 7}",
+                ));
+            }
+        },
+        TransformKind::Zscore => {
+            interval(&tp, t.lo.unwrap_or(-3.0), t.hi.unwrap_or(3.0))?;
+        }
+        TransformKind::Minmax | TransformKind::Sigmoid | TransformKind::None => {
+            if t.lo.is_some() || t.hi.is_some() {
+                return Err(bad(
+                    &tp,
+                    format!("kind {kind} takes no `lo`/`hi`; remove them, or use kind clip for fixed bounds"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn validate_algorithms(a: &AlgorithmsSpec) -> Result<()> {
+    if a.bon.is_none()
+        && a.privbon.is_none()
+        && a.privbon_gauss.is_none()
+        && a.itp.is_none()
+        && a.privitp.is_none()
+    {
+        return Err(bad(
+            "algorithms",
+            "no algorithm is enabled; add at least one of bon, privbon, privbon_gauss, itp, privitp (e.g. `bon: {}`)",
+        ));
+    }
+    if let Some(s) = &a.privbon {
+        positive_sweep("algorithms.privbon.sigma", "σ", &s.sigma)?;
+    }
+    if let Some(s) = &a.privbon_gauss {
+        positive_sweep("algorithms.privbon_gauss.sigma", "σ", &s.sigma)?;
+    }
+    if let Some(s) = &a.itp {
+        positive_sweep("algorithms.itp.beta", "β", &s.beta)?;
+    }
+    if let Some(p) = &a.privitp {
+        positive_sweep("algorithms.privitp.beta", "β", &p.beta)?;
+        match (&p.split, &p.sigma) {
+            (SplitSpec::Half, None) => {
+                return Err(bad(
+                    "algorithms.privitp.sigma",
+                    "missing; list the total noise values (σ_X = σ_Z = σ/2), e.g. sigma: [0.5, 1], or give split: {sigma_x: .., sigma_z: ..}",
+                ));
+            }
+            (SplitSpec::Half, Some(s)) => positive_sweep("algorithms.privitp.sigma", "σ", s)?,
+            (SplitSpec::Explicit { .. }, Some(_)) => {
+                return Err(bad(
+                    "algorithms.privitp.sigma",
+                    "cannot be combined with an explicit split {sigma_x, sigma_z}; remove one of them",
+                ));
+            }
+            (SplitSpec::Explicit { sigma_x, sigma_z }, None) => {
+                positive("algorithms.privitp.split.sigma_x", "σ_X", *sigma_x)?;
+                positive("algorithms.privitp.split.sigma_z", "σ_Z", *sigma_z)?;
+            }
+        }
+        if !(p.l.is_finite() && p.l >= 0.0) {
+            return Err(bad(
+                "algorithms.privitp.L",
+                format!("L must be a finite number ≥ 0, got {}", p.l),
+            ));
+        }
+        if let Some([lo, hi]) = p.clamp {
+            interval("algorithms.privitp.clamp", lo, hi)?;
+        }
+    }
+    Ok(())
+}
+
+fn validate_fsrc(f: &FsrcSpec, c: &ExperimentConfig) -> Result<()> {
+    positive("fsrc.eps_total", "ε_total", f.eps_total)?;
+    if f.n < 1 {
+        return Err(bad("fsrc.n", "n must be at least 1"));
+    }
+    positive_sweep("fsrc.sigma", "σ", &f.sigma)?;
+    positive("fsrc.beta", "β", f.beta)?;
+    if !(f.l.is_finite() && f.l >= 0.0) {
+        return Err(bad(
+            "fsrc.L",
+            format!("L must be a finite number ≥ 0, got {}", f.l),
+        ));
+    }
+    if let Some([lo, hi]) = f.clamp {
+        interval("fsrc.clamp", lo, hi)?;
+    }
+    if f.seeds < 1 {
+        return Err(bad("fsrc.seeds", "must be at least 1"));
+    }
+    if let Some(rms) = &f.reward_models {
+        if rms.is_empty() {
+            return Err(bad(
+                "fsrc.reward_models",
+                "is empty; omit it to use every reward model",
+            ));
+        }
+        for (i, r) in rms.iter().enumerate() {
+            if !c.reward_models.contains_key(r) {
+                let known: Vec<&str> = c.reward_models.keys().map(String::as_str).collect();
+                return Err(bad(
+                    format!("fsrc.reward_models[{i}]"),
+                    format!(
+                        "`{r}` is not one of the experiment's reward_models ({}); add it there or fix the name",
+                        known.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}

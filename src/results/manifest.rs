@@ -1,0 +1,58 @@
+//! `manifest.yaml` (design §10): what produced a results directory. It is
+//! written last, so a directory whose manifest is missing is incomplete, and
+//! it records the SHA-256 of every result file it vouches for.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::config::ExperimentConfig;
+
+pub const MANIFEST_FILE: &str = "manifest.yaml";
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ResultsManifest {
+    pub experiment: String,
+    pub privalign_version: String,
+    /// `git rev-parse HEAD` of the working directory, when it is a checkout.
+    pub git_commit: Option<String>,
+    pub config_path: String,
+    /// SHA-256 over the resolved config, the privalign version and the input
+    /// datasets' hashes; `--resume` reuses work only under the same hash.
+    pub config_hash: String,
+    /// The config after `--set` overrides, with every default filled in.
+    pub config: ExperimentConfig,
+    pub n_values: Vec<usize>,
+    pub datasets: Vec<DatasetRecord>,
+    /// Per dataset, per reward model: the transform as applied.
+    pub transforms: BTreeMap<String, BTreeMap<String, TransformRecord>>,
+    pub seed: u64,
+    pub threads: usize,
+    pub host: Option<String>,
+    /// Wall time per stage, seconds.
+    pub stages: BTreeMap<String, f64>,
+    /// Chunks (dataset, reward model, n) reused from an interrupted run.
+    pub resumed_chunks: usize,
+    pub computed_chunks: usize,
+    /// SHA-256 of each result file.
+    pub files: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DatasetRecord {
+    pub name: String,
+    pub path: String,
+    pub scores_sha256: String,
+    pub prompts: usize,
+    pub responses: usize,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TransformRecord {
+    pub kind: String,
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+    pub r_max: f64,
+    pub delta_r: f64,
+    /// Data-dependent transforms make privacy figures conditional (design §5).
+    pub data_dependent: bool,
+}

@@ -1,0 +1,54 @@
+//! Parquet reading and atomic writing of result frames.
+//!
+//! Files are written to a hidden temporary sibling and renamed into place,
+//! so a result file is either absent, its previous version, or complete.
+//! Compression is zstd with the writer's defaults and no wall-clock metadata,
+//! so equal frames give byte-identical files.
+
+use anyhow::{Context, Result};
+use polars::prelude::*;
+use std::fs::File;
+use std::path::Path;
+
+use crate::fsutil::with_atomic_file;
+
+/// Write one frame to `path` atomically.
+pub fn write_frame(path: &Path, df: &mut DataFrame) -> Result<()> {
+    with_atomic_file(path, |f| {
+        ParquetWriter::new(f)
+            .with_compression(ParquetCompression::Zstd(None))
+            .finish(df)
+            .map_err(anyhow::Error::from)?;
+        Ok(())
+    })
+    .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Write a sequence of frames with one schema as one file (one row group
+/// each), atomically, holding one frame in memory at a time.
+pub fn write_frames(
+    path: &Path,
+    schema: &Schema,
+    frames: impl Iterator<Item = Result<DataFrame>>,
+) -> Result<()> {
+    with_atomic_file(path, |f| {
+        let mut w = ParquetWriter::new(f)
+            .with_compression(ParquetCompression::Zstd(None))
+            .batched(schema)?;
+        for df in frames {
+            w.write_batch(&df?)?;
+        }
+        w.finish()?;
+        Ok(())
+    })
+    .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Read a whole parquet file.
+pub fn read_frame(path: &Path) -> Result<DataFrame> {
+    let f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    ParquetReader::new(f)
+        .finish()
+        .map_err(anyhow::Error::from)
+        .with_context(|| format!("reading {}", path.display()))
+}

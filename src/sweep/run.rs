@@ -1,0 +1,506 @@
+//! `privalign sweep`: expand an experiment into chunks, run them with the
+//! engine in parallel, and write the results of design §10.
+//!
+//! **Chunks and resume.** The unit of work and of resumption is a chunk: one
+//! (dataset, reward model, n) with every prompt and algorithm. Each finished
+//! chunk is written atomically to `<out>/.partial/` beside a file holding the
+//! config hash. `--resume` reuses the chunks found there when the hash
+//! matches and recomputes the rest; because every random stream depends only
+//! on (seed, dataset, reward model, prompt, n, replicate), a resumed run
+//! writes the same files as an uninterrupted one.
+//!
+//! **Never half-written.** A run first removes the previous result files
+//! (manifest first), writes each new file atomically, and writes
+//! `manifest.yaml` last, with the SHA-256 of every file it vouches for. An
+//! interrupted run (Ctrl-C, SIGKILL, a crash) therefore leaves no manifest
+//! and no result file that looks complete — only `.partial/`.
+//!
+//! **Memory** is one dataset's scores, one reward model's pools and one
+//! chunk's metrics at a time; the cells file is assembled from the chunk
+//! files one chunk at a time. Nothing grows with the number of replicates.
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::engine::{Batches, PrivItpParams, run_item};
+use super::fsrc::{FsrcParams, run_fsrc};
+use super::seed::{StreamKey, stable_id};
+use super::transform::{self, AppliedTransform};
+use crate::config::{Experiment, ExperimentConfig, ResolvedDataset, RewardModel};
+use crate::data::prepared::{PreparedDataset, SCORES_FILE};
+use crate::error::input_error;
+use crate::fsutil::{sha256_file, write_atomic};
+use crate::results::cells::{CELLS_FILE, Chunk};
+use crate::results::fsrc::{FSRC_FILE, FsrcRow, fsrc_frame};
+use crate::results::manifest::{DatasetRecord, MANIFEST_FILE, ResultsManifest, TransformRecord};
+use crate::results::parquet_io::{read_frame, write_frame, write_frames};
+use crate::results::summary::{SUMMARY_FILE, SummaryRow, summarise, summary_frame};
+use crate::select::pool::Pool;
+
+/// Where interrupted runs keep their finished chunks.
+pub const PARTIAL_DIR: &str = ".partial";
+const HASH_FILE: &str = "config_hash";
+
+/// Options of one sweep run.
+#[derive(Clone, Debug)]
+pub struct SweepOptions {
+    pub out: PathBuf,
+    /// Worker threads (default: rayon's, i.e. the number of cores).
+    pub threads: Option<usize>,
+    pub resume: bool,
+    /// Draw a progress bar (only when stderr is a terminal).
+    pub progress: bool,
+}
+
+/// What a sweep did.
+#[derive(Clone, Debug)]
+pub struct SweepOutcome {
+    pub out: PathBuf,
+    pub cells: usize,
+    pub computed_chunks: usize,
+    pub resumed_chunks: usize,
+    pub fsrc_runs: usize,
+    pub seconds: f64,
+    /// `--resume` found complete results for the same config: nothing ran.
+    pub up_to_date: bool,
+}
+
+/// The hash that decides whether finished work can be reused: the resolved
+/// config without its `reports` and `fsrc` sections (they do not change the
+/// cells), the privalign version, and every dataset's name and scores hash.
+pub fn config_hash(config: &ExperimentConfig, datasets: &[(String, String)]) -> Result<String> {
+    let mut c = config.clone();
+    c.reports = Default::default();
+    c.fsrc = None;
+    c.name = None;
+    c.description = None;
+    let mut h = Sha256::new();
+    h.update(b"privalign-sweep/v1\0");
+    h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.update(serde_json::to_vec(&c)?);
+    for (name, sha) in datasets {
+        h.update([0]);
+        h.update(name.as_bytes());
+        h.update([0]);
+        h.update(sha.as_bytes());
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
+fn git_commit() -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn host() -> Option<String> {
+    fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// Status lines: through the bar on a terminal, plain stderr lines otherwise.
+struct Reporter {
+    bar: ProgressBar,
+    drawing: bool,
+}
+
+impl Reporter {
+    fn new(total: u64, want: bool) -> Self {
+        let drawing = want && std::io::stderr().is_terminal();
+        let bar = if drawing {
+            let b = ProgressBar::new(total);
+            if let Ok(style) = ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:30}] {human_pos}/{human_len} cells  {per_sec}  ETA {eta}  {msg}",
+            ) {
+                b.set_style(style.progress_chars("=> "));
+            }
+            b
+        } else {
+            ProgressBar::hidden()
+        };
+        Self { bar, drawing }
+    }
+
+    fn stage(&self, msg: String) {
+        if self.drawing {
+            self.bar.set_message(msg);
+        } else {
+            eprintln!("sweep: {msg}");
+        }
+    }
+}
+
+/// Pools (transformed proxy r̂, gold r*) of every prompt for one reward model.
+fn build_pools(
+    data: &PreparedDataset,
+    ds: &ResolvedDataset,
+    rm: &RewardModel,
+) -> Result<(Vec<Pool>, AppliedTransform)> {
+    let raw = data.reward(&rm.name).ok_or_else(|| {
+        input_error(format!(
+            "{}: has no scores for reward model `{}`; re-run `privalign ingest` with its rewards",
+            ds.dir.join(SCORES_FILE).display(),
+            rm.name
+        ))
+    })?;
+    let offsets = &data.offsets;
+    let prompt_of = |i: usize| {
+        let p = offsets.partition_point(|&o| o <= i) - 1;
+        data.prompt_ids[p].clone()
+    };
+    let what = format!(
+        "dataset `{}` ({}), reward model `{}`",
+        ds.name,
+        ds.dir.display(),
+        rm.name
+    );
+    let (proxy, applied) = transform::apply(&rm.transform, raw, &what, prompt_of)?;
+    let pools = (0..data.prompts())
+        .into_par_iter()
+        .map(|p| {
+            let (a, b) = (offsets[p], offsets[p + 1]);
+            let gold: Vec<f64> = data.correct[a..b].iter().map(|&c| f64::from(c)).collect();
+            Pool::new(&proxy[a..b], &gold)
+        })
+        .collect();
+    Ok((pools, applied))
+}
+
+/// The FSRC runs of one (dataset, reward model): every σ × seed, in parallel.
+pub fn fsrc_rows(
+    exp: &Experiment,
+    ds: &ResolvedDataset,
+    rm: &RewardModel,
+    pools: &[Pool],
+) -> Vec<FsrcRow> {
+    let Some(f) = &exp.config.fsrc else {
+        return Vec::new();
+    };
+    if let Some(only) = &f.reward_models
+        && !only.contains(&rm.name)
+    {
+        return Vec::new();
+    }
+    let jobs: Vec<(f64, usize)> = f
+        .sigma
+        .iter()
+        .flat_map(|&s| (0..f.seeds).map(move |k| (s, k)))
+        .collect();
+    jobs.par_iter()
+        .map(|&(sigma, k)| {
+            let params = FsrcParams {
+                eps_total: f.eps_total,
+                n: f.n,
+                privitp: PrivItpParams {
+                    sigma_x: sigma / 2.0,
+                    sigma_z: sigma / 2.0,
+                    beta: f.beta,
+                    l: f.l,
+                    clamp: f.clamp.map(|[lo, hi]| (lo, hi)),
+                    batches: Batches::Fresh,
+                },
+                privacy: rm.privacy,
+            };
+            let seed = stable_id(&format!(
+                "fsrc/{}/{}/{}/{k}",
+                exp.config.seed, ds.name, rm.name
+            ));
+            FsrcRow {
+                dataset: ds.name.clone(),
+                reward_model: rm.name.clone(),
+                sigma,
+                beta: f.beta,
+                n: f.n,
+                eps_total: f.eps_total,
+                seed: k,
+                run: run_fsrc(pools, &params, seed),
+            }
+        })
+        .collect()
+}
+
+fn remove_if_exists(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("removing {}", path.display())),
+    }
+}
+
+/// Whether `out` holds complete results (manifest present, every file it
+/// lists present with its hash) made under `hash`.
+fn complete_results(out: &Path, hash: &str) -> bool {
+    let Ok(text) = fs::read_to_string(out.join(MANIFEST_FILE)) else {
+        return false;
+    };
+    let Ok(m) = yaml_serde::from_str::<ResultsManifest>(&text) else {
+        return false;
+    };
+    m.config_hash == hash
+        && m.files
+            .iter()
+            .all(|(f, sha)| sha256_file(&out.join(f)).is_ok_and(|s| &s == sha))
+}
+
+/// Run the sweep of `exp` and write its results to `opts.out`.
+pub fn sweep(exp: &Experiment, opts: &SweepOptions) -> Result<SweepOutcome> {
+    let threads = opts.threads.unwrap_or_else(rayon::current_num_threads);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .context("starting the worker threads")?;
+    pool.install(|| sweep_in_pool(exp, opts, threads))
+}
+
+fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Result<SweepOutcome> {
+    let start = Instant::now();
+    let mut stages: BTreeMap<String, f64> = BTreeMap::new();
+    let out = &opts.out;
+    let hashing = Instant::now();
+    let mut ds_hashes = Vec::new();
+    for d in &exp.datasets {
+        ds_hashes.push((d.name.clone(), sha256_file(&d.dir.join(SCORES_FILE))?));
+    }
+    let hash = config_hash(&exp.config, &ds_hashes)?;
+    stages.insert("hash_inputs".into(), hashing.elapsed().as_secs_f64());
+
+    fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    if opts.resume && complete_results(out, &hash) {
+        return Ok(SweepOutcome {
+            out: out.clone(),
+            cells: 0,
+            computed_chunks: 0,
+            resumed_chunks: 0,
+            fsrc_runs: 0,
+            seconds: start.elapsed().as_secs_f64(),
+            up_to_date: true,
+        });
+    }
+    let partial = out.join(PARTIAL_DIR);
+    if opts.resume && partial.exists() {
+        let old = fs::read_to_string(partial.join(HASH_FILE)).unwrap_or_default();
+        if old.trim() != hash {
+            return Err(input_error(format!(
+                "{}: the unfinished run there was made with a different config or data (config hash {} ≠ {}); rerun without --resume to start over",
+                partial.display(),
+                if old.trim().is_empty() { "unknown" } else { old.trim() },
+                hash
+            )));
+        }
+    } else if partial.exists() {
+        fs::remove_dir_all(&partial)
+            .with_context(|| format!("removing the stale {}", partial.display()))?;
+    }
+    fs::create_dir_all(&partial).with_context(|| format!("creating {}", partial.display()))?;
+    write_atomic(&partial.join(HASH_FILE), hash.as_bytes())?;
+    for f in [MANIFEST_FILE, CELLS_FILE, SUMMARY_FILE, FSRC_FILE] {
+        remove_if_exists(&out.join(f))?;
+    }
+
+    let algs = exp.algorithms.len() as u64;
+    let total: u64 = exp
+        .datasets
+        .iter()
+        .map(|d| d.manifest.counts.prompts as u64)
+        .sum::<u64>()
+        * exp.reward_models.len() as u64
+        * exp.n_values.len() as u64
+        * algs;
+    let rep = Reporter::new(total, opts.progress);
+    let mut summary: Vec<SummaryRow> = Vec::new();
+    let mut fsrc: Vec<FsrcRow> = Vec::new();
+    let mut chunk_files: Vec<PathBuf> = Vec::new();
+    let mut transforms: BTreeMap<String, BTreeMap<String, TransformRecord>> = BTreeMap::new();
+    let (mut computed, mut resumed, mut cells) = (0usize, 0usize, 0usize);
+    let (mut t_load, mut t_run, mut t_fsrc) = (0.0, 0.0, 0.0);
+
+    for (di, ds) in exp.datasets.iter().enumerate() {
+        rep.stage(format!("loading dataset `{}` from {}", ds.name, ds.dir.display()));
+        let t = Instant::now();
+        let data = PreparedDataset::load(&ds.dir)?;
+        t_load += t.elapsed().as_secs_f64();
+        for (ri, rm) in exp.reward_models.iter().enumerate() {
+            let t = Instant::now();
+            let (pools, applied) = build_pools(&data, ds, rm)?;
+            t_load += t.elapsed().as_secs_f64();
+            transforms.entry(ds.name.clone()).or_default().insert(
+                rm.name.clone(),
+                TransformRecord {
+                    kind: format!("{:?}", applied.kind).to_lowercase(),
+                    lo: applied.lo,
+                    hi: applied.hi,
+                    r_max: applied.r_max,
+                    delta_r: rm.privacy.delta_r,
+                    data_dependent: applied.data_dependent,
+                },
+            );
+            let kind = format!("{:?}", applied.kind).to_lowercase();
+            let ecfg = exp.engine_config(rm);
+            rep.stage(format!(
+                "dataset `{}`, reward model `{}`: {} n × {} prompts × {} algorithm settings",
+                ds.name,
+                rm.name,
+                exp.n_values.len(),
+                pools.len(),
+                algs
+            ));
+            let t = Instant::now();
+            for &n in &exp.n_values {
+                let file = partial.join(format!("d{di}-r{ri}-n{n}.parquet"));
+                let mut chunk = Chunk {
+                    dataset: ds.name.clone(),
+                    reward_model: rm.name.clone(),
+                    n,
+                    replicates: exp.config.replicates,
+                    prompt_ids: data.prompt_ids.clone(),
+                    base_accuracy: pools.iter().map(|p| p.mean.gold).collect(),
+                    algorithms: exp.algorithms.clone(),
+                    metrics: Vec::new(),
+                };
+                let reused = if opts.resume && file.exists() {
+                    read_frame(&file)
+                        .and_then(|df| Chunk::from_frame(&df, &chunk))
+                        .ok()
+                } else {
+                    None
+                };
+                match reused {
+                    Some(c) => {
+                        chunk = c;
+                        resumed += 1;
+                        rep.bar.inc(chunk.rows() as u64);
+                    }
+                    None => {
+                        chunk.metrics = pools
+                            .par_iter()
+                            .zip(&data.prompt_ids)
+                            .map(|(pool, pid)| {
+                                let key = StreamKey {
+                                    seed: exp.config.seed,
+                                    dataset: &ds.name,
+                                    reward_model: &rm.name,
+                                    prompt_id: pid,
+                                    n,
+                                };
+                                let m = run_item(pool, n, &key, &ecfg);
+                                rep.bar.inc(algs);
+                                m
+                            })
+                            .collect();
+                        write_frame(&file, &mut chunk.to_frame()?)?;
+                        computed += 1;
+                    }
+                }
+                cells += chunk.rows();
+                summary.extend(summarise(&chunk, &rm.privacy, &kind, applied.data_dependent));
+                chunk_files.push(file);
+            }
+            t_run += t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            fsrc.extend(fsrc_rows(exp, ds, rm, &pools));
+            t_fsrc += t.elapsed().as_secs_f64();
+        }
+    }
+    rep.bar.finish_and_clear();
+    stages.insert("load_and_transform".into(), t_load);
+    stages.insert("run_cells".into(), t_run);
+    if exp.config.fsrc.is_some() {
+        stages.insert("fsrc".into(), t_fsrc);
+    }
+
+    rep.stage(format!("writing results to {}", out.display()));
+    let t = Instant::now();
+    let mut files = BTreeMap::new();
+    let first = read_frame(&chunk_files[0])?;
+    let schema = first.schema().as_ref().clone();
+    write_frames(
+        &out.join(CELLS_FILE),
+        &schema,
+        chunk_files.iter().map(|f| read_frame(f)),
+    )?;
+    write_frame(&out.join(SUMMARY_FILE), &mut summary_frame(&summary)?)?;
+    let mut written = vec![CELLS_FILE, SUMMARY_FILE];
+    if exp.config.fsrc.is_some() {
+        write_frame(&out.join(FSRC_FILE), &mut fsrc_frame(&fsrc)?)?;
+        written.push(FSRC_FILE);
+    }
+    for f in written {
+        files.insert(f.to_string(), sha256_file(&out.join(f))?);
+    }
+    stages.insert("write".into(), t.elapsed().as_secs_f64());
+    stages.insert("total".into(), start.elapsed().as_secs_f64());
+    let manifest = ResultsManifest {
+        experiment: exp.name.clone(),
+        privalign_version: env!("CARGO_PKG_VERSION").to_string(),
+        git_commit: git_commit(),
+        config_path: exp.config_path.display().to_string(),
+        config_hash: hash,
+        config: exp.config.clone(),
+        n_values: exp.n_values.clone(),
+        datasets: exp
+            .datasets
+            .iter()
+            .zip(&ds_hashes)
+            .map(|(d, (_, sha))| DatasetRecord {
+                name: d.name.clone(),
+                path: d.dir.display().to_string(),
+                scores_sha256: sha.clone(),
+                prompts: d.manifest.counts.prompts,
+                responses: d.manifest.counts.responses,
+            })
+            .collect(),
+        transforms,
+        seed: exp.config.seed,
+        threads,
+        host: host(),
+        stages,
+        resumed_chunks: resumed,
+        computed_chunks: computed,
+        files,
+    };
+    write_atomic(
+        &out.join(MANIFEST_FILE),
+        yaml_serde::to_string(&manifest)?.as_bytes(),
+    )?;
+    fs::remove_dir_all(&partial).with_context(|| format!("removing {}", partial.display()))?;
+    Ok(SweepOutcome {
+        out: out.clone(),
+        cells,
+        computed_chunks: computed,
+        resumed_chunks: resumed,
+        fsrc_runs: fsrc.len(),
+        seconds: start.elapsed().as_secs_f64(),
+        up_to_date: false,
+    })
+}
+
+/// Only the FSRC section of `exp` (for `privalign fsrc`), on `threads` workers.
+pub fn fsrc_only(exp: &Experiment, threads: usize) -> Result<Vec<FsrcRow>> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .context("starting the worker threads")?;
+    pool.install(|| {
+        let mut rows = Vec::new();
+        for ds in &exp.datasets {
+            let data = PreparedDataset::load(&ds.dir)?;
+            for rm in &exp.reward_models {
+                let (pools, _) = build_pools(&data, ds, rm)?;
+                rows.extend(fsrc_rows(exp, ds, rm, &pools));
+            }
+        }
+        Ok(rows)
+    })
+}
