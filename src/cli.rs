@@ -581,9 +581,15 @@ pub fn run(cli: Cli) -> Result<()> {
     Ok(())
 }
 
-fn experiment_options(a: &ExperimentArgs, resume: bool, progress: bool) -> Result<ExperimentOptions> {
+fn experiment_options(
+    a: &ExperimentArgs,
+    resume: bool,
+    progress: bool,
+) -> Result<ExperimentOptions> {
     if a.threads == Some(0) {
-        bail_input!("--threads 0: give at least 1 worker thread, or omit --threads to use every core");
+        bail_input!(
+            "--threads 0: give at least 1 worker thread, or omit --threads to use every core"
+        );
     }
     Ok(ExperimentOptions {
         config: a.config.clone(),

@@ -8,8 +8,8 @@
 //! entry is left, which never looks like a finished result.
 
 use anyhow::{Context, Result};
-use std::fs;
 use sha2::{Digest, Sha256};
+use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 

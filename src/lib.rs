@@ -7,13 +7,13 @@
 //! `privacy`, with `error` and `fsutil` shared.
 
 pub mod cli;
+pub mod config;
 pub mod data;
 pub mod error;
 pub mod fsutil;
 pub mod pipeline;
 pub mod privacy;
 pub mod report;
+pub mod results;
 pub mod select;
 pub mod sweep;
-pub mod config;
-pub mod results;

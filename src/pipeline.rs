@@ -140,7 +140,10 @@ pub fn reproduce(o: &ExperimentOptions) -> Result<()> {
 fn budget_for(exp: &Experiment, out: &Path, n: Option<usize>) -> Result<Table> {
     let rm = &exp.reward_models[0];
     let n = n.unwrap_or(*exp.n_values.last().unwrap_or(&1));
-    let sigmas: Vec<f64> = match (&exp.config.algorithms.privitp, &exp.config.algorithms.privbon) {
+    let sigmas: Vec<f64> = match (
+        &exp.config.algorithms.privitp,
+        &exp.config.algorithms.privbon,
+    ) {
         (Some(p), _) if p.sigma.is_some() => p.sigma.clone().unwrap_or_default(),
         (_, Some(s)) => s.sigma.clone(),
         _ => crate::bail_input!(

@@ -19,22 +19,7 @@ fn synth(args: &[&str], out: &Path, threads: &str) {
 }
 
 fn ingest_dir(raw: &Path, out: &Path) -> PreparedDataset {
-    let mut rewards: Vec<String> = entries(raw)
-        .into_iter()
-        .filter(|f| f.starts_with("rewards_"))
-        .map(|f| raw.join(f).display().to_string())
-        .collect();
-    rewards.sort();
-    let mut args = vec![
-        "ingest".to_string(),
-        "--responses".into(),
-        raw.join("responses.parquet").display().to_string(),
-        "--rewards".into(),
-    ];
-    args.extend(rewards);
-    args.extend(["--out".into(), out.display().to_string()]);
-    let a: Vec<&str> = args.iter().map(String::as_str).collect();
-    ok(&run(&a));
+    ingest_raw(raw, out);
     PreparedDataset::load(out).unwrap()
 }
 

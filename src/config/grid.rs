@@ -100,7 +100,9 @@ impl NGrid {
                     ));
                 }
                 if b > 30 {
-                    return Err(format!("log2 ends at {b}; n = 2^{b} is far beyond any pool"));
+                    return Err(format!(
+                        "log2 ends at {b}; n = 2^{b} is far beyond any pool"
+                    ));
                 }
                 (a..=b).map(|k| 1usize << k).collect()
             }
@@ -119,8 +121,16 @@ mod tests {
     fn log2_expands_inclusive() {
         assert_eq!(NGrid::Log2(1, 4).values().unwrap(), vec![2, 4, 8, 16]);
         assert_eq!(NGrid::Log2(0, 0).values().unwrap(), vec![1]);
-        assert_eq!(NGrid::List(vec![64, 2, 8, 2]).values().unwrap(), vec![2, 8, 64]);
-        assert!(NGrid::List(vec![2, 0]).values().unwrap_err().contains("[1] is 0"));
+        assert_eq!(
+            NGrid::List(vec![64, 2, 8, 2]).values().unwrap(),
+            vec![2, 8, 64]
+        );
+        assert!(
+            NGrid::List(vec![2, 0])
+                .values()
+                .unwrap_err()
+                .contains("[1] is 0")
+        );
         assert!(NGrid::Log2(3, 1).values().is_err());
     }
 

@@ -36,8 +36,8 @@ pub fn load(path: &Path, sets: &[String]) -> Result<ExperimentConfig> {
 
 /// Parse config text with overrides (errors carry the key path, not the file).
 pub fn parse(text: &str, sets: &[String]) -> Result<ExperimentConfig> {
-    let mut value: yaml_serde::Value = yaml_serde::from_str(text)
-        .map_err(|e| input_error(format!("not valid YAML: {e}")))?;
+    let mut value: yaml_serde::Value =
+        yaml_serde::from_str(text).map_err(|e| input_error(format!("not valid YAML: {e}")))?;
     if value.is_null() {
         value = yaml_serde::Value::Mapping(Default::default());
     }

@@ -20,7 +20,9 @@ pub fn apply_set(root: &mut Value, assignment: &str) -> Result<()> {
     };
     let path = path.trim();
     if path.is_empty() || path.split('.').any(str::is_empty) {
-        bail_input!("--set {assignment}: `{path}` is not a key path; write keys separated by dots, e.g. n.log2");
+        bail_input!(
+            "--set {assignment}: `{path}` is not a key path; write keys separated by dots, e.g. n.log2"
+        );
     }
     let value: Value = match yaml_serde::from_str(text) {
         Ok(v) => v,

@@ -11,7 +11,9 @@ use super::types::*;
 use crate::data::prepared::{DatasetManifest, load_manifest};
 use crate::error::input_error;
 use crate::privacy::accountant::PrivacyParams;
-use crate::sweep::engine::{Algorithm, Batches, EngineConfig, Estimator, LambdaNoise, PrivItpParams, Sampling};
+use crate::sweep::engine::{
+    Algorithm, Batches, EngineConfig, Estimator, LambdaNoise, PrivItpParams, Sampling,
+};
 
 /// A dataset of the experiment.
 #[derive(Clone, Debug)]
@@ -61,7 +63,11 @@ pub fn expand_algorithms(a: &AlgorithmsSpec) -> Vec<Algorithm> {
         out.extend(s.sigma.iter().map(|&sigma| Algorithm::PrivBon { sigma }));
     }
     if let Some(s) = &a.privbon_gauss {
-        out.extend(s.sigma.iter().map(|&sigma| Algorithm::PrivBonGauss { sigma }));
+        out.extend(
+            s.sigma
+                .iter()
+                .map(|&sigma| Algorithm::PrivBonGauss { sigma }),
+        );
     }
     if let Some(s) = &a.itp {
         out.extend(s.beta.iter().map(|&beta| Algorithm::Itp {
@@ -135,7 +141,10 @@ impl Experiment {
                 manifest,
             });
         }
-        let n_values = config.n.values().map_err(|m| input_error(format!("n: {m}")))?;
+        let n_values = config
+            .n
+            .values()
+            .map_err(|m| input_error(format!("n: {m}")))?;
         if config.sampling == SamplingSpec::WithoutReplacement {
             let mut checks: Vec<(&str, usize)> = vec![("n", *n_values.last().unwrap_or(&1))];
             if let Some(f) = &config.fsrc {

@@ -36,7 +36,10 @@ fn positive(path: &str, what: &str, v: f64) -> Result<()> {
 
 fn interval(path: &str, lo: f64, hi: f64) -> Result<()> {
     if !(lo.is_finite() && hi.is_finite()) {
-        return Err(bad(path, format!("bounds must be finite, got [{lo}, {hi}]")));
+        return Err(bad(
+            path,
+            format!("bounds must be finite, got [{lo}, {hi}]"),
+        ));
     }
     if lo >= hi {
         return Err(bad(
@@ -140,7 +143,9 @@ fn validate_reward_model(path: &str, rm: &RewardModelSpec) -> Result<()> {
             if t.lo.is_some() || t.hi.is_some() {
                 return Err(bad(
                     &tp,
-                    format!("kind {kind} takes no `lo`/`hi`; remove them, or use kind clip for fixed bounds"),
+                    format!(
+                        "kind {kind} takes no `lo`/`hi`; remove them, or use kind clip for fixed bounds"
+                    ),
                 ));
             }
         }

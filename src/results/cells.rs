@@ -84,6 +84,19 @@ impl Chunk {
 
     /// The chunk's rows as a frame with the cells.parquet schema.
     pub fn to_frame(&self) -> Result<DataFrame> {
+        let mut columns = self.key_columns();
+        for (k, name) in METRICS.iter().enumerate() {
+            let v: Vec<Option<f64>> = (0..self.algorithms.len())
+                .flat_map(|a| self.metrics.iter().map(move |pm| metric(&pm[a], k)))
+                .collect();
+            columns.push(Column::new((*name).into(), v));
+        }
+        Ok(DataFrame::new_infer_height(columns)?)
+    }
+
+    /// The key columns (everything but the metrics), which depend only on
+    /// the config and the dataset.
+    fn key_columns(&self) -> Vec<Column> {
         let rows = self.rows();
         let p = self.prompt_ids.len();
         let per_alg = |f: &dyn Fn(&Algorithm) -> Option<f64>| -> Vec<Option<f64>> {
@@ -92,9 +105,12 @@ impl Chunk {
                 .flat_map(|a| std::iter::repeat_n(f(a), p))
                 .collect()
         };
-        let mut columns = vec![
+        vec![
             Column::new(col::DATASET.into(), vec![self.dataset.as_str(); rows]),
-            Column::new(col::REWARD_MODEL.into(), vec![self.reward_model.as_str(); rows]),
+            Column::new(
+                col::REWARD_MODEL.into(),
+                vec![self.reward_model.as_str(); rows],
+            ),
             Column::new(
                 col::ALGORITHM.into(),
                 self.algorithms
@@ -120,14 +136,7 @@ impl Chunk {
                     .flat_map(|_| self.base_accuracy.iter().copied())
                     .collect::<Vec<f64>>(),
             ),
-        ];
-        for (k, name) in METRICS.iter().enumerate() {
-            let v: Vec<Option<f64>> = (0..self.algorithms.len())
-                .flat_map(|a| self.metrics.iter().map(move |pm| metric(&pm[a], k)))
-                .collect();
-            columns.push(Column::new((*name).into(), v));
-        }
-        Ok(DataFrame::new_infer_height(columns)?)
+        ]
     }
 
     /// Read back a chunk written by [`Chunk::to_frame`], checking that it is
@@ -150,13 +159,31 @@ impl Chunk {
         let f64s = |name: &str| -> Result<Vec<Option<f64>>> {
             Ok(df.column(name)?.f64()?.iter().collect())
         };
-        let want = expected.to_frame()?;
-        for key in [col::DATASET, col::REWARD_MODEL, col::ALGORITHM, col::PROMPT_ID] {
-            if strs(key)? != want.column(key)?.str()?.iter().map(|s| s.unwrap_or_default().to_string()).collect::<Vec<_>>() {
+        let want = DataFrame::new_infer_height(expected.key_columns())?;
+        for key in [
+            col::DATASET,
+            col::REWARD_MODEL,
+            col::ALGORITHM,
+            col::PROMPT_ID,
+        ] {
+            if strs(key)?
+                != want
+                    .column(key)?
+                    .str()?
+                    .iter()
+                    .map(|s| s.unwrap_or_default().to_string())
+                    .collect::<Vec<_>>()
+            {
                 bail!("column {key} does not match the config");
             }
         }
-        for key in [col::SIGMA, col::SIGMA_X, col::SIGMA_Z, col::BETA, col::BASE_ACCURACY] {
+        for key in [
+            col::SIGMA,
+            col::SIGMA_X,
+            col::SIGMA_Z,
+            col::BETA,
+            col::BASE_ACCURACY,
+        ] {
             if f64s(key)? != want.column(key)?.f64()?.iter().collect::<Vec<_>>() {
                 bail!("column {key} does not match the config");
             }

@@ -55,10 +55,20 @@ pub fn read_fsrc(path: &std::path::Path) -> Result<Vec<FsrcRow>> {
             .collect())
     };
     let f = |c: &str| -> Result<Vec<f64>> {
-        Ok(df.column(c)?.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
+        Ok(df
+            .column(c)?
+            .f64()?
+            .iter()
+            .map(|v| v.unwrap_or(f64::NAN))
+            .collect())
     };
     let i = |c: &str| -> Result<Vec<usize>> {
-        Ok(df.column(c)?.i64()?.iter().map(|v| v.unwrap_or(0) as usize).collect())
+        Ok(df
+            .column(c)?
+            .i64()?
+            .iter()
+            .map(|v| v.unwrap_or(0) as usize)
+            .collect())
     };
     let (ds, rm) = (s("dataset")?, s("reward_model")?);
     let (sigma, beta, eps_total) = (f("sigma")?, f("beta")?, f("eps_total")?);

@@ -159,7 +159,9 @@ pub fn summary_frame(rows: &[SummaryRow]) -> Result<DataFrame> {
         ),
         Column::new(
             col::REWARD_MODEL.into(),
-            rows.iter().map(|r| r.reward_model.as_str()).collect::<Vec<_>>(),
+            rows.iter()
+                .map(|r| r.reward_model.as_str())
+                .collect::<Vec<_>>(),
         ),
         Column::new(
             col::ALGORITHM.into(),
@@ -187,16 +189,23 @@ pub fn summary_frame(rows: &[SummaryRow]) -> Result<DataFrame> {
             format!("{name}_mean").into(),
             f(&|r| r.stats[k].mean),
         ));
-        columns.push(Column::new(format!("{name}_se").into(), f(&|r| r.stats[k].se)));
+        columns.push(Column::new(
+            format!("{name}_se").into(),
+            f(&|r| r.stats[k].se),
+        ));
     }
     columns.push(Column::new("eps_max".into(), f(&|r| r.eps_max)));
     columns.push(Column::new(
         "transform".into(),
-        rows.iter().map(|r| r.transform.as_str()).collect::<Vec<_>>(),
+        rows.iter()
+            .map(|r| r.transform.as_str())
+            .collect::<Vec<_>>(),
     ));
     columns.push(Column::new(
         "privacy_conditional".into(),
-        rows.iter().map(|r| r.privacy_conditional).collect::<Vec<_>>(),
+        rows.iter()
+            .map(|r| r.privacy_conditional)
+            .collect::<Vec<_>>(),
     ));
     Ok(DataFrame::new_infer_height(columns)?)
 }

@@ -10,6 +10,6 @@
 
 pub mod engine;
 pub mod fsrc;
+pub mod run;
 pub mod seed;
 pub mod transform;
-pub mod run;

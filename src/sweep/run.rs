@@ -295,7 +295,11 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
             return Err(input_error(format!(
                 "{}: the unfinished run there was made with a different config or data (config hash {} ≠ {}); rerun without --resume to start over",
                 partial.display(),
-                if old.trim().is_empty() { "unknown" } else { old.trim() },
+                if old.trim().is_empty() {
+                    "unknown"
+                } else {
+                    old.trim()
+                },
                 hash
             )));
         }
@@ -327,7 +331,11 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
     let (mut t_load, mut t_run, mut t_fsrc) = (0.0, 0.0, 0.0);
 
     for (di, ds) in exp.datasets.iter().enumerate() {
-        rep.stage(format!("loading dataset `{}` from {}", ds.name, ds.dir.display()));
+        rep.stage(format!(
+            "loading dataset `{}` from {}",
+            ds.name,
+            ds.dir.display()
+        ));
         let t = Instant::now();
         let data = PreparedDataset::load(&ds.dir)?;
         t_load += t.elapsed().as_secs_f64();
@@ -370,9 +378,13 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
                     metrics: Vec::new(),
                 };
                 let reused = if opts.resume && file.exists() {
-                    read_frame(&file)
-                        .and_then(|df| Chunk::from_frame(&df, &chunk))
-                        .ok()
+                    match read_frame(&file).and_then(|df| Chunk::from_frame(&df, &chunk)) {
+                        Ok(c) => Some(c),
+                        Err(e) => {
+                            rep.stage(format!("recomputing {} ({e:#})", file.display()));
+                            None
+                        }
+                    }
                 } else {
                     None
                 };
@@ -404,7 +416,12 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
                     }
                 }
                 cells += chunk.rows();
-                summary.extend(summarise(&chunk, &rm.privacy, &kind, applied.data_dependent));
+                summary.extend(summarise(
+                    &chunk,
+                    &rm.privacy,
+                    &kind,
+                    applied.data_dependent,
+                ));
                 chunk_files.push(file);
             }
             t_run += t.elapsed().as_secs_f64();

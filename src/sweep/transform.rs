@@ -53,7 +53,9 @@ pub fn apply(
     let out: Vec<f64> = match spec.kind {
         TransformKind::Clip => {
             let (lo, hi) = (spec.lo.unwrap_or(0.0), spec.hi.unwrap_or(1.0));
-            raw.iter().map(|&r| linear(f64::from(r), lo, hi, r_max)).collect()
+            raw.iter()
+                .map(|&r| linear(f64::from(r), lo, hi, r_max))
+                .collect()
         }
         TransformKind::Minmax => {
             let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
@@ -68,7 +70,9 @@ pub fn apply(
             }
             applied.lo = Some(lo);
             applied.hi = Some(hi);
-            raw.iter().map(|&r| linear(f64::from(r), lo, hi, r_max)).collect()
+            raw.iter()
+                .map(|&r| linear(f64::from(r), lo, hi, r_max))
+                .collect()
         }
         TransformKind::Sigmoid => raw
             .iter()
@@ -129,11 +133,20 @@ mod tests {
     fn maps_match_hand_values() {
         let raw = [-1.0f32, 0.0, 1.0, 3.0];
         let p = |_| String::new();
-        let (c, _) = apply(&spec(TransformKind::Clip, Some(0.0), Some(2.0)), &raw, "x", p).unwrap();
+        let (c, _) = apply(
+            &spec(TransformKind::Clip, Some(0.0), Some(2.0)),
+            &raw,
+            "x",
+            p,
+        )
+        .unwrap();
         assert_eq!(c, vec![0.0, 0.0, 1.0, 2.0]);
         let (m, a) = apply(&spec(TransformKind::Minmax, None, None), &raw, "x", p).unwrap();
         assert_eq!(m, vec![0.0, 0.5, 1.0, 2.0]);
-        assert_eq!((a.lo, a.hi, a.data_dependent), (Some(-1.0), Some(3.0), true));
+        assert_eq!(
+            (a.lo, a.hi, a.data_dependent),
+            (Some(-1.0), Some(3.0), true)
+        );
         let (s, _) = apply(&spec(TransformKind::Sigmoid, None, None), &raw, "x", p).unwrap();
         assert!((s[1] - 1.0).abs() < 1e-15 && (s[2] - 2.0 / (1.0 + (-1f64).exp())).abs() < 1e-15);
         // z-scores of [-1, 0, 1, 3]: mean 0.75, population sd = sqrt(2.1875).
@@ -147,11 +160,17 @@ mod tests {
 
     #[test]
     fn none_rejects_out_of_range_naming_the_prompt() {
-        let e = apply(&spec(TransformKind::None, None, None), &[0.5, 2.5], "demo/oasst", |i| {
-            format!("p{i}")
-        })
+        let e = apply(
+            &spec(TransformKind::None, None, None),
+            &[0.5, 2.5],
+            "demo/oasst",
+            |i| format!("p{i}"),
+        )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("demo/oasst: response 1 (prompt p1) has score 2.5"), "{e}");
+        assert!(
+            e.contains("demo/oasst: response 1 (prompt p1) has score 2.5"),
+            "{e}"
+        );
     }
 }

@@ -50,3 +50,43 @@ pub fn entries(dir: &Path) -> Vec<String> {
     v.sort();
     v
 }
+
+/// Ingest a synth output directory (responses.parquet + rewards_*.parquet)
+/// into a prepared dataset at `out` with the binary, as a user would.
+pub fn ingest_raw(raw: &Path, out: &Path) {
+    let mut rewards: Vec<String> = entries(raw)
+        .into_iter()
+        .filter(|f| f.starts_with("rewards_"))
+        .map(|f| raw.join(f).display().to_string())
+        .collect();
+    rewards.sort();
+    let mut args = vec![
+        "ingest".to_string(),
+        "--responses".into(),
+        raw.join("responses.parquet").display().to_string(),
+        "--rewards".into(),
+    ];
+    args.extend(rewards);
+    args.extend(["--out".into(), out.display().to_string()]);
+    args.extend(["--name".into(), "demo".into()]);
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    ok(&run(&a));
+}
+
+/// The committed demo data, prepared once per test binary (the prepared
+/// directory is not committed).
+pub fn demo_prepared() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        // One directory per test binary (cargo runs binaries one at a time;
+        // the OnceLock serialises the tests within one).
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("demo-prepared-{}", env!("CARGO_CRATE_NAME")));
+        if out.exists() {
+            std::fs::remove_dir_all(&out).unwrap();
+        }
+        ingest_raw(&root.join("data/demo/raw"), &out);
+        out
+    })
+}
