@@ -11,7 +11,9 @@ use crate::data::ingest::{IngestOptions, IngestSource, ingest};
 use crate::data::nested_jsonl::NestedKeys;
 use crate::data::synth::{Preset, Size, SynthOptions, synth};
 use crate::fsutil::write_atomic;
+use crate::config::TableKind;
 use crate::pipeline::{self, ExperimentOptions};
+use crate::report::tables::TableOptions;
 use crate::privacy::accountant::{
     Phase2Terms, PrivacyParams, phase1_eps_analytic, phase1_eps_classical, privbon_gauss_eps,
     privbon_gumbel_eps, privitp_eps_max,
@@ -43,6 +45,46 @@ pub enum Command {
     Reproduce(SweepArgs),
     /// Run only the config's `fsrc` section (multi-query FSRC composition) and print its table.
     Fsrc(FsrcArgs),
+    /// Render one of the paper's tables from results directories (LaTeX by default).
+    Table(TableArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TableArgs {
+    /// Results directories (several are combined, e.g. one per dataset).
+    #[arg(required = true, value_name = "RESULTS")]
+    pub results: Vec<PathBuf>,
+    /// Which table.
+    #[arg(long, value_enum)]
+    pub kind: TableKindArg,
+    /// The n reported (default: the largest n of the sweep).
+    #[arg(long)]
+    pub n: Option<usize>,
+    /// σ of the private algorithms, when the sweep has several.
+    #[arg(long)]
+    pub sigma: Option<f64>,
+    /// β of ITP/PrivITP, when the sweep has several.
+    #[arg(long)]
+    pub beta: Option<f64>,
+    /// Bold the best value per column (lift) or per row (win rate).
+    #[arg(long)]
+    pub bold_best: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "latex")]
+    pub format: Format,
+    /// Write to FILE (atomically) instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// Table kinds (design §11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TableKindArg {
+    Lift,
+    Winrate,
+    Budget,
+    Fsrc,
+    Generation,
 }
 
 /// The experiment config and the settings shared by sweep, reproduce and fsrc.
@@ -152,6 +194,10 @@ pub struct BudgetArgs {
     /// Also write the LaTeX rendering to this file.
     #[arg(long, value_name = "FILE")]
     pub latex: Option<PathBuf>,
+    /// Build the table from a sweep's results directory: privacy parameters from its
+    /// manifest, each σ's PrivITP mean halting time at --n from its summary.
+    #[arg(long, value_name = "DIR")]
+    pub results: Option<PathBuf>,
 }
 
 /// Three input forms; give exactly one of --responses, --table, --nested-jsonl.
@@ -377,6 +423,21 @@ fn need<T: Copy>(v: Option<T>, flag: &str, mech: &str) -> Result<T> {
 
 /// Build the table `privalign budget` prints.
 fn budget(a: &BudgetArgs) -> Result<Table> {
+    if let Some(dir) = &a.results {
+        if a.mechanism != BudgetMechanism::Table {
+            bail_input!("--results reads mean halting times for the budget table; drop --mechanism or use --mechanism table");
+        }
+        return pipeline::table(
+            std::slice::from_ref(dir),
+            &TableOptions {
+                kind: TableKind::Budget,
+                n: Some(a.n),
+                sigma: None,
+                beta: None,
+                bold_best: false,
+            },
+        );
+    }
     let delta_r = a.delta_r.unwrap_or(a.r_max);
     let clamp = match a.clamp.as_deref() {
         Some(&[lo, hi]) => (lo, hi),
@@ -572,6 +633,33 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Reproduce(a) => {
             pipeline::reproduce(&experiment_options(&a.exp, a.resume, !a.no_progress)?)?;
+        }
+        Command::Table(a) => {
+            let kind = match a.kind {
+                TableKindArg::Lift => TableKind::Lift,
+                TableKindArg::Winrate => TableKind::Winrate,
+                TableKindArg::Budget => TableKind::Budget,
+                TableKindArg::Fsrc => TableKind::Fsrc,
+                TableKindArg::Generation => TableKind::Generation,
+            };
+            let table = pipeline::table(
+                &a.results,
+                &TableOptions {
+                    kind,
+                    n: a.n,
+                    sigma: a.sigma,
+                    beta: a.beta,
+                    bold_best: a.bold_best,
+                },
+            )?;
+            let text = table.render(a.format);
+            match &a.out {
+                Some(path) => {
+                    write_atomic(path, text.as_bytes())?;
+                    eprintln!("wrote {}", path.display());
+                }
+                None => print!("{text}"),
+            }
         }
         Command::Fsrc(a) => {
             let table = pipeline::fsrc(&experiment_options(&a.exp, false, false)?)?;

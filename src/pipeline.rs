@@ -5,14 +5,14 @@
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
-use crate::config::{self, Experiment, TableKind};
+use crate::config::{self, Experiment};
 use crate::fsutil::write_atomic;
-use crate::privacy::budget::{BudgetParams, budget_table};
 use crate::report::format::{Format, Table};
 use crate::report::fsrc::fsrc_table;
-use crate::results::fsrc::{FSRC_FILE, read_fsrc};
+use crate::report::tables::{self, TableOptions};
+use crate::results::fsrc::FSRC_FILE;
+use crate::results::read::read_results_set;
 use crate::results::parquet_io::write_frame;
-use crate::results::summary::{SUMMARY_FILE, mean_privitp_halting};
 use crate::sweep::run::{SweepOptions, SweepOutcome, fsrc_only, sweep as run_sweep};
 
 /// Flags shared by sweep, reproduce and fsrc.
@@ -91,39 +91,41 @@ pub fn fsrc(o: &ExperimentOptions) -> Result<Table> {
 }
 
 /// `privalign reproduce`: sweep, then the reports the config asks for.
-/// Table and plot kinds that privalign cannot render yet are listed as
-/// skipped rather than silently dropped.
+/// Plot kinds that privalign cannot render yet are listed as skipped rather
+/// than silently dropped.
 pub fn reproduce(o: &ExperimentOptions) -> Result<()> {
     let (exp, outcome) = sweep(o)?;
+    let set = read_results_set(std::slice::from_ref(&outcome.out))?;
     let tables_dir = outcome.out.join("tables");
-    let mut skipped = Vec::new();
     for t in &exp.config.reports.tables {
-        let table = match t.kind {
-            TableKind::Fsrc => {
-                let path = outcome.out.join(FSRC_FILE);
-                if !path.exists() {
-                    crate::bail_input!(
-                        "reports.tables: kind fsrc needs the config's `fsrc:` section (no {} was written)",
-                        path.display()
-                    );
-                }
-                fsrc_table(&read_fsrc(&path)?)
-            }
-            TableKind::Budget => budget_for(&exp, &outcome.out, t.n)?,
-            other => {
-                skipped.push(format!("table {other:?}"));
-                continue;
-            }
-        };
+        let table = tables::table(
+            &set,
+            &TableOptions {
+                kind: t.kind,
+                n: t.n,
+                sigma: t.sigma,
+                beta: t.beta,
+                bold_best: true,
+            },
+        )
+        .map_err(|e| e.context(format!("rendering the {:?} table", t.kind)))?;
         std::fs::create_dir_all(&tables_dir)?;
-        let name = format!("{}.tex", format!("{:?}", t.kind).to_lowercase());
-        let path = tables_dir.join(name);
+        let stem = format!("{:?}", t.kind).to_lowercase();
+        let path = tables_dir.join(format!("{stem}.tex"));
         write_atomic(&path, table.render(Format::Latex).as_bytes())?;
+        write_atomic(
+            &tables_dir.join(format!("{stem}.md")),
+            table.render(Format::Markdown).as_bytes(),
+        )?;
         println!("wrote {}", path.display());
     }
-    for p in &exp.config.reports.plots {
-        skipped.push(format!("plot {:?}", p.kind));
-    }
+    let skipped: Vec<String> = exp
+        .config
+        .reports
+        .plots
+        .iter()
+        .map(|p| format!("plot {:?}", p.kind))
+        .collect();
     if !skipped.is_empty() {
         println!(
             "skipped (not implemented in this version of privalign): {}",
@@ -133,36 +135,8 @@ pub fn reproduce(o: &ExperimentOptions) -> Result<()> {
     Ok(())
 }
 
-/// The budget table (paper `tab:budgets`) for the experiment's first reward
-/// model's privacy parameters and PrivITP setting, at n (default the grid's
-/// largest), with ε_2^post at PrivITP's mean halting time read from the
-/// sweep's summary (averaged over its σ and β settings at that n).
-fn budget_for(exp: &Experiment, out: &Path, n: Option<usize>) -> Result<Table> {
-    let rm = &exp.reward_models[0];
-    let n = n.unwrap_or(*exp.n_values.last().unwrap_or(&1));
-    let sigmas: Vec<f64> = match (
-        &exp.config.algorithms.privitp,
-        &exp.config.algorithms.privbon,
-    ) {
-        (Some(p), _) if p.sigma.is_some() => p.sigma.clone().unwrap_or_default(),
-        (_, Some(s)) => s.sigma.clone(),
-        _ => crate::bail_input!(
-            "reports.tables: kind budget needs algorithms.privitp.sigma or algorithms.privbon.sigma to list the σ rows"
-        ),
-    };
-    let (l, clamp) = match &exp.config.algorithms.privitp {
-        Some(p) => (p.l, p.clamp.map(|[a, b]| (a, b))),
-        None => (4.0, None),
-    };
-    let t_mean = mean_privitp_halting(&out.join(SUMMARY_FILE), n)?.unwrap_or(1.0);
-    budget_table(
-        &BudgetParams {
-            privacy: rm.privacy,
-            n,
-            l,
-            clamp: clamp.unwrap_or((0.0, rm.privacy.r_max)),
-        },
-        &sigmas,
-        t_mean,
-    )
+/// `privalign table`.
+pub fn table(dirs: &[PathBuf], o: &TableOptions) -> Result<Table> {
+    let set = read_results_set(dirs)?;
+    tables::table(&set, o)
 }

@@ -347,6 +347,12 @@ pub struct TableSpec {
     /// The n the table reports; default the grid's largest.
     #[serde(default)]
     pub n: Option<usize>,
+    /// The σ shown for the private algorithms when the sweep has several.
+    #[serde(default)]
+    pub sigma: Option<f64>,
+    /// The β shown for ITP/PrivITP when the sweep has several.
+    #[serde(default)]
+    pub beta: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -365,4 +371,8 @@ pub struct PlotSpec {
     pub kind: PlotKind,
     #[serde(default)]
     pub n: Option<usize>,
+    #[serde(default)]
+    pub sigma: Option<f64>,
+    #[serde(default)]
+    pub beta: Option<f64>,
 }

@@ -86,24 +86,32 @@ pub fn eps2_at_mean_halting(p: &BudgetParams, sigma_z: f64, t_mean: f64) -> f64 
         .fold(f64::NEG_INFINITY, f64::max)
 }
 
-/// The budget table: one row per total σ (PrivITP split σ_X = σ_Z = σ/2).
+/// The budget table: one row per total σ (PrivITP split σ_X = σ_Z = σ/2),
+/// ε_2^post at one mean halting time for every σ.
 pub fn budget_table(p: &BudgetParams, sigmas: &[f64], t_mean: f64) -> Result<Table> {
+    let rows: Vec<(f64, f64)> = sigmas.iter().map(|&s| (s, t_mean)).collect();
+    budget_table_per_sigma(p, &rows, &format!("mean halting time {t_mean}"))
+}
+
+/// The budget table with each σ's own mean halting time `(σ, t̄)`, e.g. read
+/// from a sweep's summary; `t_note` says where the t̄ come from (caption).
+pub fn budget_table_per_sigma(p: &BudgetParams, rows: &[(f64, f64)], t_note: &str) -> Result<Table> {
     p.validate()?;
-    if sigmas.is_empty() {
+    if rows.is_empty() {
         bail_input!("--sigma needs at least one value, e.g. --sigma 0.1,0.25,0.5");
     }
-    for &s in sigmas {
+    for &(s, t_mean) in rows {
         check_sigma("--sigma", s)?;
+        if !(1.0..=(p.n + 1) as f64).contains(&t_mean) {
+            bail_input!(
+                "--halting-time must lie in [1, n+1] = [1, {}] (got {t_mean})",
+                p.n + 1
+            );
+        }
     }
-    if !(1.0..=(p.n + 1) as f64).contains(&t_mean) {
-        bail_input!(
-            "--halting-time must lie in [1, n+1] = [1, {}] (got {t_mean})",
-            p.n + 1
-        );
-    }
-    let rows = sigmas
+    let rows = rows
         .iter()
-        .map(|&s| {
+        .map(|&(s, t_mean)| {
             let (sx, sz) = (s / 2.0, s / 2.0);
             let classical = phase1_eps_classical(p.privacy.delta_r, sx, p.privacy.delta);
             let eps1 = p.privacy.phase1_eps(sx);
@@ -123,47 +131,19 @@ pub fn budget_table(p: &BudgetParams, sigmas: &[f64], t_mean: f64) -> Result<Tab
             ]
         })
         .collect();
-    Ok(Table {
-        columns: vec![
-            ColumnSpec {
-                id: "sigma",
-                header: "σ",
-                latex: "$\\sigma$",
-            },
-            ColumnSpec {
-                id: "eps_privbon",
-                header: "ε PrivBoN",
-                latex: "$\\varepsilon$ \\textbf{(PrivBoN)}",
-            },
-            ColumnSpec {
-                id: "eps1",
-                header: "ε_1",
-                latex: "$\\varepsilon_1$",
-            },
-            ColumnSpec {
-                id: "eps1_classical",
-                header: "ε_1 classical",
-                latex: "$\\varepsilon_1^{\\mathrm{cl}}$",
-            },
-            ColumnSpec {
-                id: "classical_valid",
-                header: "classical valid",
-                latex: "valid",
-            },
-            ColumnSpec {
-                id: "eps2_post",
-                header: "ε_2^post",
-                latex: "$\\varepsilon_2^{\\mathrm{post}}$",
-            },
-            ColumnSpec {
-                id: "eps_privitp",
-                header: "ε_1+ε_2^post",
-                latex: "$\\varepsilon_1+\\varepsilon_2^{\\mathrm{post}}$ \\textbf{(PrivITP)}",
-            },
+    Ok(Table::new(
+        vec![
+            ColumnSpec::new("sigma", "σ", "$\\sigma$"),
+            ColumnSpec::new("eps_privbon", "ε PrivBoN", "$\\varepsilon$ \\textbf{(PrivBoN)}"),
+            ColumnSpec::new("eps1", "ε_1", "$\\varepsilon_1$"),
+            ColumnSpec::new("eps1_classical", "ε_1 classical", "$\\varepsilon_1^{\\mathrm{cl}}$"),
+            ColumnSpec::new("classical_valid", "classical valid", "valid"),
+            ColumnSpec::new("eps2_post", "ε_2^post", "$\\varepsilon_2^{\\mathrm{post}}$"),
+            ColumnSpec::new("eps_privitp", "ε_1+ε_2^post", "$\\varepsilon_1+\\varepsilon_2^{\\mathrm{post}}$ \\textbf{(PrivITP)}"),
         ],
         rows,
-        caption: format!(
-            "Privacy budgets ($\\varepsilon$) across noise levels $\\sigma$ (PrivITP: $\\sigma_X=\\sigma_Z=\\sigma/2$, $L={}$), $\\Delta_r={}$, $R_{{\\max}}={}$, $\\delta={}$, $n={}$. $\\varepsilon_1$ is the {} Gaussian-mechanism $\\varepsilon$; $\\varepsilon_2^{{\\mathrm{{post}}}}$ is evaluated at mean halting time {} and the worst $\\tilde\\lambda\\in[{},{}]$.",
+        format!(
+            "Privacy budgets ($\\varepsilon$) across noise levels $\\sigma$ (PrivITP: $\\sigma_X=\\sigma_Z=\\sigma/2$, $L={}$), $\\Delta_r={}$, $R_{{\\max}}={}$, $\\delta={}$, $n={}$. $\\varepsilon_1$ is the {} Gaussian-mechanism $\\varepsilon$; $\\varepsilon_2^{{\\mathrm{{post}}}}$ is evaluated at the {} and the worst $\\tilde\\lambda\\in[{},{}]$.",
             p.l,
             p.privacy.delta_r,
             p.privacy.r_max,
@@ -174,13 +154,13 @@ pub fn budget_table(p: &BudgetParams, sigmas: &[f64], t_mean: f64) -> Result<Tab
             } else {
                 "exact analytic"
             },
-            t_mean,
+            t_note,
             p.clamp.0,
             p.clamp.1
         ),
-        label: "tab:budgets".into(),
-        decimals: 2,
-    })
+        "tab:budgets".into(),
+        2,
+    ))
 }
 
 /// A single-point evaluation: (column id, header, value) triples.
@@ -188,18 +168,14 @@ pub type Point = Vec<(&'static str, &'static str, f64)>;
 
 /// Render a single point as a one-row table.
 pub fn point_table(point: Point, caption: String) -> Table {
-    Table {
-        columns: point
+    Table::new(
+        point
             .iter()
-            .map(|(id, h, _)| ColumnSpec {
-                id,
-                header: h,
-                latex: h,
-            })
+            .map(|(id, h, _)| ColumnSpec::new(*id, *h, *h))
             .collect(),
-        rows: vec![point.iter().map(|p| Cell::Num(p.2)).collect()],
+        vec![point.iter().map(|p| Cell::Num(p.2)).collect()],
         caption,
-        label: "tab:budget-point".into(),
-        decimals: 6,
-    }
+        "tab:budget-point".into(),
+        6,
+    )
 }

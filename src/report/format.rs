@@ -17,9 +17,19 @@ pub enum Format {
 /// A column: machine id (CSV/JSON), text header, LaTeX header.
 #[derive(Clone, Debug)]
 pub struct ColumnSpec {
-    pub id: &'static str,
-    pub header: &'static str,
-    pub latex: &'static str,
+    pub id: String,
+    pub header: String,
+    pub latex: String,
+}
+
+impl ColumnSpec {
+    pub fn new(id: impl Into<String>, header: impl Into<String>, latex: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            header: header.into(),
+            latex: latex.into(),
+        }
+    }
 }
 
 /// A cell: a number (formatted per renderer) or text.
@@ -41,6 +51,32 @@ pub struct Table {
     pub label: String,
     /// Decimal places for numbers in the human renderings.
     pub decimals: usize,
+    /// Rows before which LaTeX draws a full `\midrule` (groups).
+    pub midrules: Vec<usize>,
+    /// Rows before which LaTeX draws `\cmidrule(l){2-k}` (a sub-group).
+    pub cmidrules: Vec<usize>,
+    /// (row, column) cells rendered bold (`\textbf`, `**`).
+    pub bold: Vec<(usize, usize)>,
+}
+
+impl Table {
+    /// A table without rules or bold cells.
+    pub fn new(columns: Vec<ColumnSpec>, rows: Vec<Vec<Cell>>, caption: String, label: String, decimals: usize) -> Self {
+        Self {
+            columns,
+            rows,
+            caption,
+            label,
+            decimals,
+            midrules: Vec::new(),
+            cmidrules: Vec::new(),
+            bold: Vec::new(),
+        }
+    }
+
+    fn is_bold(&self, i: usize, j: usize) -> bool {
+        self.bold.contains(&(i, j))
+    }
 }
 
 fn human(c: &Cell, decimals: usize, latex: bool) -> String {
@@ -78,6 +114,12 @@ fn human(c: &Cell, decimals: usize, latex: bool) -> String {
             }
         }
     }
+}
+
+/// Bold a rendered LaTeX cell: `\textbf` bolds its text and `\boldmath` the
+/// math of a `$m \pm s$` cell.
+fn bold_latex(t: &str) -> String {
+    format!("{{\\boldmath\\textbf{{{t}}}}}")
 }
 
 impl Table {
@@ -130,16 +172,20 @@ impl Table {
             "| {} |\n",
             self.columns
                 .iter()
-                .map(|c| c.header)
+                .map(|c| c.header.as_str())
                 .collect::<Vec<_>>()
                 .join(" | ")
         );
         out += &format!("|{}\n", " ---: |".repeat(self.columns.len()));
-        for r in &self.rows {
+        for (i, r) in self.rows.iter().enumerate() {
             out += &format!(
                 "| {} |\n",
                 r.iter()
-                    .map(|c| human(c, self.decimals, false))
+                    .enumerate()
+                    .map(|(j, c)| {
+                        let t = human(c, self.decimals, false);
+                        if self.is_bold(i, j) { format!("**{t}**") } else { t }
+                    })
                     .collect::<Vec<_>>()
                     .join(" | ")
             );
@@ -150,21 +196,45 @@ impl Table {
     fn latex(&self) -> String {
         let mut out = String::from("\\begin{table}[h]\n\\centering\n");
         out += &format!("\\caption{{{}}}\n\\label{{{}}}\n", self.caption, self.label);
+        // Leading columns holding only text are left-aligned, the rest centred.
+        let text_cols = (0..self.columns.len())
+            .take_while(|&j| {
+                self.rows
+                    .iter()
+                    .all(|r| matches!(r[j], Cell::Text(_) | Cell::Empty))
+            })
+            .count()
+            .max(1);
         out += &format!(
-            "\\begin{{tabular}}{{l{}}}\n\\toprule\n",
-            "c".repeat(self.columns.len() - 1)
+            "\\begin{{tabular}}{{{}{}}}\n\\toprule\n",
+            "l".repeat(text_cols),
+            "c".repeat(self.columns.len() - text_cols)
         );
         out += &self
             .columns
             .iter()
-            .map(|c| c.latex)
+            .map(|c| c.latex.as_str())
             .collect::<Vec<_>>()
             .join(" & ");
         out += " \\\\\n\\midrule\n";
-        for r in &self.rows {
+        for (i, r) in self.rows.iter().enumerate() {
+            if self.midrules.contains(&i) {
+                out += "\\midrule\n";
+            }
+            if self.cmidrules.contains(&i) {
+                out += &format!("\\cmidrule(l){{2-{}}}\n", self.columns.len());
+            }
             out += &r
                 .iter()
-                .map(|c| human(c, self.decimals, true))
+                .enumerate()
+                .map(|(j, c)| {
+                    let t = human(c, self.decimals, true);
+                    if self.is_bold(i, j) {
+                        bold_latex(&t)
+                    } else {
+                        t
+                    }
+                })
                 .collect::<Vec<_>>()
                 .join(" & ");
             out += " \\\\\n";
@@ -176,7 +246,7 @@ impl Table {
         let mut out = self
             .columns
             .iter()
-            .map(|c| c.id)
+            .map(|c| c.id.as_str())
             .collect::<Vec<_>>()
             .join(",")
             + "\n";
@@ -205,7 +275,7 @@ impl Table {
                 let mut m = Map::new();
                 for (c, v) in self.columns.iter().zip(r) {
                     m.insert(
-                        c.id.into(),
+                        c.id.clone(),
                         match v {
                             Cell::Num(x) => serde_json::Number::from_f64(*x)
                                 .map(Value::Number)

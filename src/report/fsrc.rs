@@ -6,8 +6,8 @@ use crate::report::format::{Cell, ColumnSpec, Table};
 use crate::results::fsrc::FsrcRow;
 use crate::results::summary::mean_se;
 
-const fn col(id: &'static str, header: &'static str, latex: &'static str) -> ColumnSpec {
-    ColumnSpec { id, header, latex }
+fn col(id: &str, header: &str, latex: &str) -> ColumnSpec {
+    ColumnSpec::new(id, header, latex)
 }
 
 fn ms(xs: &[f64]) -> Cell {
@@ -61,8 +61,8 @@ pub fn fsrc_table(rows: &[FsrcRow]) -> Table {
         ),
         None => "FSRC composition: no runs.".into(),
     };
-    Table {
-        columns: vec![
+    Table::new(
+        vec![
             col("dataset", "dataset", "Dataset"),
             col("reward_model", "reward model", "RM"),
             col("sigma", "σ", "$\\sigma$"),
@@ -74,9 +74,9 @@ pub fn fsrc_table(rows: &[FsrcRow]) -> Table {
             col("accuracy", "accuracy", "Accuracy"),
             col("eps_spent", "ε spent", "$\\varepsilon$ spent"),
         ],
-        rows: out_rows,
+        out_rows,
         caption,
-        label: "tab:fsrc".into(),
-        decimals: 2,
-    }
+        "tab:fsrc".into(),
+        2,
+    )
 }

@@ -2,3 +2,4 @@
 
 pub mod format;
 pub mod fsrc;
+pub mod tables;

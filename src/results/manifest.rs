@@ -44,6 +44,10 @@ pub struct DatasetRecord {
     pub scores_sha256: String,
     pub prompts: usize,
     pub responses: usize,
+    /// Mean generation seconds per response, when the dataset records them
+    /// (for the generation-cost table).
+    #[serde(default)]
+    pub gen_seconds_mean: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

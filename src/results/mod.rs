@@ -6,4 +6,5 @@ pub mod cells;
 pub mod fsrc;
 pub mod manifest;
 pub mod parquet_io;
+pub mod read;
 pub mod summary;

@@ -210,20 +210,6 @@ pub fn summary_frame(rows: &[SummaryRow]) -> Result<DataFrame> {
     Ok(DataFrame::new_infer_height(columns)?)
 }
 
-/// PrivITP's mean halting time at `n` in a summary file, averaged over its
-/// σ and β settings; `None` when the summary has no PrivITP rows at `n`.
-pub fn mean_privitp_halting(path: &std::path::Path, n: usize) -> Result<Option<f64>> {
-    let df = super::parquet_io::read_frame(path)?;
-    let alg = df.column(col::ALGORITHM)?.str()?.clone();
-    let ns = df.column(col::N)?.i64()?.clone();
-    let t = df.column("halting_time_mean")?.f64()?.clone();
-    let v: Vec<f64> = (0..df.height())
-        .filter(|&i| alg.get(i) == Some("privitp") && ns.get(i) == Some(n as i64))
-        .filter_map(|i| t.get(i))
-        .collect();
-    Ok((!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

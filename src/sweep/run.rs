@@ -327,6 +327,7 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
     let mut fsrc: Vec<FsrcRow> = Vec::new();
     let mut chunk_files: Vec<PathBuf> = Vec::new();
     let mut transforms: BTreeMap<String, BTreeMap<String, TransformRecord>> = BTreeMap::new();
+    let mut gen_seconds: Vec<Option<f64>> = Vec::new();
     let (mut computed, mut resumed, mut cells) = (0usize, 0usize, 0usize);
     let (mut t_load, mut t_run, mut t_fsrc) = (0.0, 0.0, 0.0);
 
@@ -339,6 +340,9 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
         let t = Instant::now();
         let data = PreparedDataset::load(&ds.dir)?;
         t_load += t.elapsed().as_secs_f64();
+        gen_seconds.push(data.gen_seconds.as_ref().map(|g| {
+            g.iter().map(|&x| f64::from(x)).sum::<f64>() / g.len().max(1) as f64
+        }));
         for (ri, rm) in exp.reward_models.iter().enumerate() {
             let t = Instant::now();
             let (pools, applied) = build_pools(&data, ds, rm)?;
@@ -470,12 +474,14 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
             .datasets
             .iter()
             .zip(&ds_hashes)
-            .map(|(d, (_, sha))| DatasetRecord {
+            .zip(&gen_seconds)
+            .map(|((d, (_, sha)), g)| DatasetRecord {
                 name: d.name.clone(),
                 path: d.dir.display().to_string(),
                 scores_sha256: sha.clone(),
                 prompts: d.manifest.counts.prompts,
                 responses: d.manifest.counts.responses,
+                gen_seconds_mean: *g,
             })
             .collect(),
         transforms,

@@ -1,0 +1,177 @@
+//! Reading finished results directories back (for tables, plots, budgets and
+//! `check`). A directory counts as finished only when its `manifest.yaml`
+//! exists (the sweep writes it last).
+
+use anyhow::{Context, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::cells::col;
+use super::fsrc::{FSRC_FILE, FsrcRow, read_fsrc};
+use super::manifest::{MANIFEST_FILE, ResultsManifest};
+use super::parquet_io::read_frame;
+use super::summary::{MeanSe, STATS, SUMMARY_FILE};
+use crate::error::input_error;
+
+/// One row of summary.parquet.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SummaryRecord {
+    pub dataset: String,
+    pub reward_model: String,
+    pub algorithm: String,
+    pub sigma: Option<f64>,
+    pub beta: Option<f64>,
+    pub n: usize,
+    pub prompts: usize,
+    pub replicates: usize,
+    /// Statistic name (see [`STATS`]) → mean and SE.
+    pub stats: BTreeMap<String, MeanSe>,
+    pub eps_max: Option<f64>,
+}
+
+impl SummaryRecord {
+    pub fn stat(&self, name: &str) -> MeanSe {
+        self.stats.get(name).copied().unwrap_or_default()
+    }
+}
+
+/// One results directory.
+#[derive(Clone, Debug)]
+pub struct ResultsDir {
+    pub dir: PathBuf,
+    pub manifest: ResultsManifest,
+    pub summary: Vec<SummaryRecord>,
+    /// Empty when the experiment has no FSRC section.
+    pub fsrc: Vec<FsrcRow>,
+}
+
+/// Several results directories read together (e.g. one per dataset).
+#[derive(Clone, Debug, Default)]
+pub struct ResultsSet {
+    pub dirs: Vec<ResultsDir>,
+}
+
+impl ResultsSet {
+    pub fn summary(&self) -> impl Iterator<Item = &SummaryRecord> {
+        self.dirs.iter().flat_map(|d| d.summary.iter())
+    }
+
+    pub fn fsrc(&self) -> impl Iterator<Item = &FsrcRow> {
+        self.dirs.iter().flat_map(|d| d.fsrc.iter())
+    }
+
+    /// The directories, for error messages.
+    pub fn names(&self) -> String {
+        self.dirs
+            .iter()
+            .map(|d| d.dir.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Read `dir`'s manifest and summary (and FSRC runs when present).
+pub fn read_results(dir: &Path) -> Result<ResultsDir> {
+    let mpath = dir.join(MANIFEST_FILE);
+    let text = std::fs::read_to_string(&mpath).map_err(|_| {
+        input_error(format!(
+            "{}: no {MANIFEST_FILE}, so these are not finished results; run `privalign sweep CONFIG --out {}` (with --resume to continue an interrupted run)",
+            dir.display(),
+            dir.display()
+        ))
+    })?;
+    let manifest: ResultsManifest = yaml_serde::from_str(&text).map_err(|e| {
+        input_error(format!(
+            "{}: not a results manifest ({e}); rerun the sweep",
+            mpath.display()
+        ))
+    })?;
+    let spath = dir.join(SUMMARY_FILE);
+    if !spath.exists() {
+        return Err(input_error(format!(
+            "{}: missing although {MANIFEST_FILE} lists it; rerun the sweep",
+            spath.display()
+        )));
+    }
+    let summary = read_summary(&spath).with_context(|| format!("reading {}", spath.display()))?;
+    let fpath = dir.join(FSRC_FILE);
+    let fsrc = if fpath.exists() {
+        read_fsrc(&fpath)?
+    } else {
+        Vec::new()
+    };
+    Ok(ResultsDir {
+        dir: dir.to_path_buf(),
+        manifest,
+        summary,
+        fsrc,
+    })
+}
+
+/// Read several results directories.
+pub fn read_results_set(dirs: &[PathBuf]) -> Result<ResultsSet> {
+    Ok(ResultsSet {
+        dirs: dirs
+            .iter()
+            .map(|d| read_results(d))
+            .collect::<Result<_>>()?,
+    })
+}
+
+/// Read summary.parquet into records.
+pub fn read_summary(path: &Path) -> Result<Vec<SummaryRecord>> {
+    let df = read_frame(path)?;
+    let strs = |c: &str| -> Result<Vec<String>> {
+        Ok(df
+            .column(c)?
+            .str()?
+            .iter()
+            .map(|v| v.unwrap_or_default().to_string())
+            .collect())
+    };
+    let f = |c: &str| -> Result<Vec<Option<f64>>> { Ok(df.column(c)?.f64()?.iter().collect()) };
+    let i = |c: &str| -> Result<Vec<usize>> {
+        Ok(df
+            .column(c)?
+            .i64()?
+            .iter()
+            .map(|v| v.unwrap_or(0) as usize)
+            .collect())
+    };
+    let (ds, rm, alg) = (
+        strs(col::DATASET)?,
+        strs(col::REWARD_MODEL)?,
+        strs(col::ALGORITHM)?,
+    );
+    let (sigma, beta, eps_max) = (f(col::SIGMA)?, f(col::BETA)?, f("eps_max")?);
+    let (n, prompts, reps) = (i(col::N)?, i("prompts")?, i(col::REPLICATES)?);
+    let stats: Vec<(String, Vec<Option<f64>>, Vec<Option<f64>>)> = STATS
+        .iter()
+        .map(|s| Ok((s.to_string(), f(&format!("{s}_mean"))?, f(&format!("{s}_se"))?)))
+        .collect::<Result<_>>()?;
+    Ok((0..df.height())
+        .map(|k| SummaryRecord {
+            dataset: ds[k].clone(),
+            reward_model: rm[k].clone(),
+            algorithm: alg[k].clone(),
+            sigma: sigma[k],
+            beta: beta[k],
+            n: n[k],
+            prompts: prompts[k],
+            replicates: reps[k],
+            stats: stats
+                .iter()
+                .map(|(name, m, s)| {
+                    (
+                        name.clone(),
+                        MeanSe {
+                            mean: m[k],
+                            se: s[k],
+                        },
+                    )
+                })
+                .collect(),
+            eps_max: eps_max[k],
+        })
+        .collect())
+}
