@@ -7,19 +7,19 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::bail_input;
+use crate::config::TableKind;
 use crate::data::ingest::{IngestOptions, IngestSource, ingest};
 use crate::data::nested_jsonl::NestedKeys;
 use crate::data::synth::{Preset, Size, SynthOptions, synth};
 use crate::fsutil::write_atomic;
-use crate::config::TableKind;
 use crate::pipeline::{self, ExperimentOptions};
-use crate::report::tables::TableOptions;
 use crate::privacy::accountant::{
     Phase2Terms, PrivacyParams, phase1_eps_analytic, phase1_eps_classical, privbon_gauss_eps,
     privbon_gumbel_eps, privitp_eps_max,
 };
 use crate::privacy::budget::{BudgetParams, budget_table, check_sigma, point_table};
 use crate::report::format::{Format, Table};
+use crate::report::tables::TableOptions;
 
 /// privalign: reproduce "Privacy Without Regret" experiments from precomputed
 /// response and reward files — offline, exact and deterministic.
@@ -425,7 +425,9 @@ fn need<T: Copy>(v: Option<T>, flag: &str, mech: &str) -> Result<T> {
 fn budget(a: &BudgetArgs) -> Result<Table> {
     if let Some(dir) = &a.results {
         if a.mechanism != BudgetMechanism::Table {
-            bail_input!("--results reads mean halting times for the budget table; drop --mechanism or use --mechanism table");
+            bail_input!(
+                "--results reads mean halting times for the budget table; drop --mechanism or use --mechanism table"
+            );
         }
         return pipeline::table(
             std::slice::from_ref(dir),

@@ -11,8 +11,8 @@ use crate::report::format::{Format, Table};
 use crate::report::fsrc::fsrc_table;
 use crate::report::tables::{self, TableOptions};
 use crate::results::fsrc::FSRC_FILE;
-use crate::results::read::read_results_set;
 use crate::results::parquet_io::write_frame;
+use crate::results::read::read_results_set;
 use crate::sweep::run::{SweepOptions, SweepOutcome, fsrc_only, sweep as run_sweep};
 
 /// Flags shared by sweep, reproduce and fsrc.

@@ -95,7 +95,11 @@ pub fn budget_table(p: &BudgetParams, sigmas: &[f64], t_mean: f64) -> Result<Tab
 
 /// The budget table with each σ's own mean halting time `(σ, t̄)`, e.g. read
 /// from a sweep's summary; `t_note` says where the t̄ come from (caption).
-pub fn budget_table_per_sigma(p: &BudgetParams, rows: &[(f64, f64)], t_note: &str) -> Result<Table> {
+pub fn budget_table_per_sigma(
+    p: &BudgetParams,
+    rows: &[(f64, f64)],
+    t_note: &str,
+) -> Result<Table> {
     p.validate()?;
     if rows.is_empty() {
         bail_input!("--sigma needs at least one value, e.g. --sigma 0.1,0.25,0.5");
@@ -134,12 +138,24 @@ pub fn budget_table_per_sigma(p: &BudgetParams, rows: &[(f64, f64)], t_note: &st
     Ok(Table::new(
         vec![
             ColumnSpec::new("sigma", "σ", "$\\sigma$"),
-            ColumnSpec::new("eps_privbon", "ε PrivBoN", "$\\varepsilon$ \\textbf{(PrivBoN)}"),
+            ColumnSpec::new(
+                "eps_privbon",
+                "ε PrivBoN",
+                "$\\varepsilon$ \\textbf{(PrivBoN)}",
+            ),
             ColumnSpec::new("eps1", "ε_1", "$\\varepsilon_1$"),
-            ColumnSpec::new("eps1_classical", "ε_1 classical", "$\\varepsilon_1^{\\mathrm{cl}}$"),
+            ColumnSpec::new(
+                "eps1_classical",
+                "ε_1 classical",
+                "$\\varepsilon_1^{\\mathrm{cl}}$",
+            ),
             ColumnSpec::new("classical_valid", "classical valid", "valid"),
             ColumnSpec::new("eps2_post", "ε_2^post", "$\\varepsilon_2^{\\mathrm{post}}$"),
-            ColumnSpec::new("eps_privitp", "ε_1+ε_2^post", "$\\varepsilon_1+\\varepsilon_2^{\\mathrm{post}}$ \\textbf{(PrivITP)}"),
+            ColumnSpec::new(
+                "eps_privitp",
+                "ε_1+ε_2^post",
+                "$\\varepsilon_1+\\varepsilon_2^{\\mathrm{post}}$ \\textbf{(PrivITP)}",
+            ),
         ],
         rows,
         format!(

@@ -61,7 +61,13 @@ pub struct Table {
 
 impl Table {
     /// A table without rules or bold cells.
-    pub fn new(columns: Vec<ColumnSpec>, rows: Vec<Vec<Cell>>, caption: String, label: String, decimals: usize) -> Self {
+    pub fn new(
+        columns: Vec<ColumnSpec>,
+        rows: Vec<Vec<Cell>>,
+        caption: String,
+        label: String,
+        decimals: usize,
+    ) -> Self {
         Self {
             columns,
             rows,
@@ -184,7 +190,11 @@ impl Table {
                     .enumerate()
                     .map(|(j, c)| {
                         let t = human(c, self.decimals, false);
-                        if self.is_bold(i, j) { format!("**{t}**") } else { t }
+                        if self.is_bold(i, j) {
+                            format!("**{t}**")
+                        } else {
+                            t
+                        }
                     })
                     .collect::<Vec<_>>()
                     .join(" | ")

@@ -72,7 +72,10 @@ fn distinct(v: impl Iterator<Item = f64>) -> Vec<f64> {
 }
 
 fn list(v: &[f64]) -> String {
-    v.iter().map(|x| format!("{x}")).collect::<Vec<_>>().join(", ")
+    v.iter()
+        .map(|x| format!("{x}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The selected records: for every algorithm present, one (σ, β) setting.
@@ -90,7 +93,11 @@ fn select<'a>(set: &'a ResultsSet, o: &TableOptions) -> Result<Selection<'a>> {
         if rows.is_empty() {
             continue;
         }
-        let pick = |name: &str, flag: &str, want: Option<f64>, vals: Vec<f64>| -> Result<Option<f64>> {
+        let pick = |name: &str,
+                    flag: &str,
+                    want: Option<f64>,
+                    vals: Vec<f64>|
+         -> Result<Option<f64>> {
             match (want, vals.len()) {
                 (_, 0) => Ok(None),
                 (Some(w), _) => {
@@ -114,12 +121,22 @@ fn select<'a>(set: &'a ResultsSet, o: &TableOptions) -> Result<Selection<'a>> {
             }
         };
         let sigma = if uses_sigma(alg) {
-            pick("σ", "--sigma", o.sigma, distinct(rows.iter().filter_map(|r| r.sigma)))?
+            pick(
+                "σ",
+                "--sigma",
+                o.sigma,
+                distinct(rows.iter().filter_map(|r| r.sigma)),
+            )?
         } else {
             None
         };
         let beta = if uses_beta(alg) {
-            pick("β", "--beta", o.beta, distinct(rows.iter().filter_map(|r| r.beta)))?
+            pick(
+                "β",
+                "--beta",
+                o.beta,
+                distinct(rows.iter().filter_map(|r| r.beta)),
+            )?
         } else {
             None
         };
@@ -154,7 +171,11 @@ fn ordered<'a>(v: impl Iterator<Item = &'a str>) -> Vec<String> {
 /// the largest n all have.
 fn choose_n(set: &ResultsSet, sel: &Selection, n: Option<usize>) -> Result<usize> {
     let grid: BTreeSet<usize> = sel.records.iter().map(|r| r.n).collect();
-    let grid_text = grid.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ");
+    let grid_text = grid
+        .iter()
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
     let n = match n {
         Some(n) => n,
         None => *grid.iter().next_back().unwrap_or(&1),
@@ -176,7 +197,9 @@ fn settings_text(sel: &Selection) -> String {
     let beta = sel.chosen.iter().find_map(|c| c.2);
     let mut parts = Vec::new();
     if let Some(s) = sig {
-        parts.push(format!("$\\sigma = {s}$ (PrivITP: $\\sigma_X = \\sigma_Z = \\sigma/2$)"));
+        parts.push(format!(
+            "$\\sigma = {s}$ (PrivITP: $\\sigma_X = \\sigma_Z = \\sigma/2$)"
+        ));
     }
     if let Some(b) = beta {
         parts.push(format!("$\\beta = {b}$"));
@@ -232,7 +255,11 @@ pub fn lift_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
         ColumnSpec::new("algorithm", "algorithm", "\\textbf{Algorithm}"),
     ];
     for rm in &rms {
-        columns.push(ColumnSpec::new(rm.clone(), rm.clone(), format!("\\textbf{{{rm}}}")));
+        columns.push(ColumnSpec::new(
+            rm.clone(),
+            rm.clone(),
+            format!("\\textbf{{{rm}}}"),
+        ));
     }
     let mut rows = Vec::new();
     let (mut midrules, mut cmidrules, mut groups) = (Vec::new(), Vec::new(), Vec::new());
@@ -247,7 +274,11 @@ pub fn lift_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
                 cmidrules.push(rows.len());
             }
             let mut row = vec![
-                Cell::Text(if rows.len() == start { ds.clone() } else { String::new() }),
+                Cell::Text(if rows.len() == start {
+                    ds.clone()
+                } else {
+                    String::new()
+                }),
                 Cell::Text(display(alg).to_string()),
             ];
             for rm in &rms {
@@ -263,7 +294,11 @@ pub fn lift_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
         }
         groups.push((start, rows.len()));
     }
-    let prompts_text = prompts.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("/");
+    let prompts_text = prompts
+        .iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join("/");
     let mut t = Table::new(
         columns,
         rows,
@@ -311,10 +346,18 @@ pub fn winrate_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
                 midrules.push(rows.len());
             }
             let start = rows.len();
-            let label = if datasets.len() > 1 { format!("{ds}/{rm}") } else { rm.clone() };
+            let label = if datasets.len() > 1 {
+                format!("{ds}/{rm}")
+            } else {
+                rm.clone()
+            };
             for &n in &ns {
                 let mut row = vec![
-                    Cell::Text(if rows.len() == start { label.clone() } else { String::new() }),
+                    Cell::Text(if rows.len() == start {
+                        label.clone()
+                    } else {
+                        String::new()
+                    }),
                     Cell::Text(n.to_string()),
                 ];
                 for (alg, _, _) in &sel.chosen {
@@ -387,8 +430,16 @@ pub fn generation_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
     let multi = keys.iter().map(|k| &k.0).collect::<BTreeSet<_>>().len() > 1;
     let mut columns = vec![ColumnSpec::new("row", "", "")];
     for (ds, rm) in &keys {
-        let h = if multi { format!("{ds}/{rm}") } else { rm.clone() };
-        columns.push(ColumnSpec::new(h.clone(), h.clone(), format!("\\textbf{{{h}}}")));
+        let h = if multi {
+            format!("{ds}/{rm}")
+        } else {
+            rm.clone()
+        };
+        columns.push(ColumnSpec::new(
+            h.clone(),
+            h.clone(),
+            format!("\\textbf{{{h}}}"),
+        ));
     }
     let gen_secs = |ds: &str| {
         set.dirs
@@ -475,7 +526,10 @@ pub fn budget_from_results(set: &ResultsSet, o: &TableOptions) -> Result<Table> 
         bail_input!(
             "no PrivITP cells for n = {n} in {}; the sweep's n grid is {}",
             dir.dir.display(),
-            grid.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
+            grid.iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     let rows: Vec<(f64, f64)> = sigmas
@@ -506,7 +560,8 @@ pub fn budget_from_results(set: &ResultsSet, o: &TableOptions) -> Result<Table> 
         &rows,
         &format!("mean halting time of each $\\sigma$ in the sweep ({rm_name})"),
     )?;
-    t.columns.push(ColumnSpec::new("halting_time", "mean t", "$\\bar t$"));
+    t.columns
+        .push(ColumnSpec::new("halting_time", "mean t", "$\\bar t$"));
     for (row, (_, tm)) in t.rows.iter_mut().zip(&rows) {
         row.push(Cell::Num(*tm));
     }

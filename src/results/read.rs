@@ -118,6 +118,9 @@ pub fn read_results_set(dirs: &[PathBuf]) -> Result<ResultsSet> {
     })
 }
 
+/// A statistic's name with its `_mean` and `_se` columns.
+type StatColumns = (String, Vec<Option<f64>>, Vec<Option<f64>>);
+
 /// Read summary.parquet into records.
 pub fn read_summary(path: &Path) -> Result<Vec<SummaryRecord>> {
     let df = read_frame(path)?;
@@ -145,9 +148,15 @@ pub fn read_summary(path: &Path) -> Result<Vec<SummaryRecord>> {
     );
     let (sigma, beta, eps_max) = (f(col::SIGMA)?, f(col::BETA)?, f("eps_max")?);
     let (n, prompts, reps) = (i(col::N)?, i("prompts")?, i(col::REPLICATES)?);
-    let stats: Vec<(String, Vec<Option<f64>>, Vec<Option<f64>>)> = STATS
+    let stats: Vec<StatColumns> = STATS
         .iter()
-        .map(|s| Ok((s.to_string(), f(&format!("{s}_mean"))?, f(&format!("{s}_se"))?)))
+        .map(|s| {
+            Ok((
+                s.to_string(),
+                f(&format!("{s}_mean"))?,
+                f(&format!("{s}_se"))?,
+            ))
+        })
         .collect::<Result<_>>()?;
     Ok((0..df.height())
         .map(|k| SummaryRecord {

@@ -340,9 +340,11 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
         let t = Instant::now();
         let data = PreparedDataset::load(&ds.dir)?;
         t_load += t.elapsed().as_secs_f64();
-        gen_seconds.push(data.gen_seconds.as_ref().map(|g| {
-            g.iter().map(|&x| f64::from(x)).sum::<f64>() / g.len().max(1) as f64
-        }));
+        gen_seconds.push(
+            data.gen_seconds
+                .as_ref()
+                .map(|g| g.iter().map(|&x| f64::from(x)).sum::<f64>() / g.len().max(1) as f64),
+        );
         for (ri, rm) in exp.reward_models.iter().enumerate() {
             let t = Instant::now();
             let (pools, applied) = build_pools(&data, ds, rm)?;

@@ -1,0 +1,227 @@
+//! `privalign table`: snapshot tests pin the LaTeX of every table kind for a
+//! small fixed results directory, the LaTeX is structurally sound, and
+//! missing results give errors naming what is missing.
+//!
+//! To update the snapshots deliberately: `UPDATE_SNAPSHOTS=1 cargo test --test tables`,
+//! then review the diff of tests/snapshots/.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// A fixed 4-prompt × 6-response dataset with two reward models and
+/// generation times, swept with every algorithm and an FSRC section.
+fn fixed_results() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("tables-fixed");
+        if root.exists() {
+            std::fs::remove_dir_all(&root).unwrap();
+        }
+        std::fs::create_dir_all(&root).unwrap();
+        let mut text = String::from("prompt_id,correct,a,b,gen_seconds\n");
+        for p in 0..4 {
+            for k in 0..6 {
+                let x = (p * 7 + k * 5) % 11;
+                let correct = u8::from((x + p) % 3 == 0);
+                let a = x as f64 / 10.0;
+                let b = ((x * 3 + k) % 10) as f64 / 10.0;
+                text += &format!("q{p},{correct},{a},{b},{}\n", 0.5 + 0.1 * k as f64);
+            }
+        }
+        let csv = root.join("fixed.csv");
+        std::fs::write(&csv, text).unwrap();
+        let ds = root.join("prepared");
+        ok(&run(&[
+            "ingest",
+            "--table",
+            csv.to_str().unwrap(),
+            "--prompt-col",
+            "prompt_id",
+            "--correct-col",
+            "correct",
+            "--reward-col",
+            "a=a",
+            "--reward-col",
+            "b=b",
+            "--out",
+            ds.to_str().unwrap(),
+            "--name",
+            "fixed",
+        ]));
+        let cfg = root.join("fixed.yaml");
+        std::fs::write(
+            &cfg,
+            format!(
+                r#"datasets: [{{path: "{}"}}]
+reward_models:
+  a: {{transform: {{kind: none}}}}
+  b: {{transform: {{kind: none}}}}
+n: [2, 4]
+replicates: 3
+seed: 1
+algorithms:
+  bon: {{}}
+  privbon: {{sigma: [0.5]}}
+  itp: {{beta: [0.1]}}
+  privitp: {{sigma: [0.5], beta: [0.1], clamp: [0, 1]}}
+fsrc: {{eps_total: 60, n: 4, sigma: [1.0], beta: 0.1, seeds: 2}}
+"#,
+                ds.display()
+            ),
+        )
+        .unwrap();
+        let out = root.join("results");
+        ok(&run(&[
+            "sweep",
+            "--no-progress",
+            cfg.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]));
+        out
+    })
+}
+
+fn snapshot(name: &str, text: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, text).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{}: missing; run with UPDATE_SNAPSHOTS=1", path.display()));
+    assert_eq!(
+        text, want,
+        "{name} changed; if deliberate, UPDATE_SNAPSHOTS=1 and review"
+    );
+}
+
+/// Balanced braces and environments, booktabs rules, and every row with as
+/// many cells as the header.
+fn check_latex(tex: &str) {
+    let mut depth = 0i64;
+    let mut prev = ' ';
+    for c in tex.chars() {
+        if prev != '\\' {
+            if c == '{' {
+                depth += 1;
+            } else if c == '}' {
+                depth -= 1;
+                assert!(depth >= 0, "unbalanced }} in\n{tex}");
+            }
+        }
+        prev = c;
+    }
+    assert_eq!(depth, 0, "unbalanced braces in\n{tex}");
+    assert_eq!(tex.matches("$").count() % 2, 0, "odd number of $ in\n{tex}");
+    let mut stack = Vec::new();
+    for part in tex.split("\\begin{").skip(1) {
+        stack.push(part.split('}').next().unwrap().to_string());
+    }
+    let ends: Vec<String> = tex
+        .split("\\end{")
+        .skip(1)
+        .map(|p| p.split('}').next().unwrap().to_string())
+        .collect();
+    stack.reverse();
+    assert_eq!(stack, ends, "\\begin/\\end mismatch in\n{tex}");
+    for rule in ["\\toprule", "\\midrule", "\\bottomrule"] {
+        assert!(tex.contains(rule), "no {rule} in\n{tex}");
+    }
+    let body = tex
+        .split("\\toprule\n")
+        .nth(1)
+        .unwrap()
+        .split("\\bottomrule")
+        .next()
+        .unwrap();
+    let rows: Vec<&str> = body.lines().filter(|l| l.ends_with("\\\\")).collect();
+    let cols = rows[0].matches(" & ").count();
+    for r in &rows {
+        assert_eq!(
+            r.matches(" & ").count(),
+            cols,
+            "row with a different cell count: {r}"
+        );
+    }
+}
+
+fn table(kind: &str, extra: &[&str]) -> std::process::Output {
+    let dir = fixed_results().to_str().unwrap().to_string();
+    let mut args = vec!["table", dir.as_str(), "--kind", kind];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+#[test]
+fn every_table_kind_matches_its_snapshot() {
+    for (kind, extra) in [
+        ("lift", vec!["--bold-best"]),
+        ("winrate", vec![]),
+        ("budget", vec!["--n", "4"]),
+        ("fsrc", vec![]),
+        ("generation", vec!["--n", "4"]),
+    ] {
+        let o = table(kind, &extra);
+        ok(&o);
+        let tex = stdout(&o);
+        check_latex(&tex);
+        snapshot(&format!("{kind}.tex"), &tex);
+    }
+}
+
+#[test]
+fn markdown_and_out_file() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("lift.md");
+    ok(&table(
+        "lift",
+        &["--format", "markdown", "--out", f.to_str().unwrap()],
+    ));
+    let md = std::fs::read_to_string(&f).unwrap();
+    assert!(md.starts_with("| dataset | algorithm | a | b |"), "{md}");
+    assert!(md.contains(" ± "), "{md}");
+}
+
+#[test]
+fn the_structure_check_catches_broken_latex() {
+    let good = stdout(&table("lift", &[]));
+    for broken in [
+        good.replacen("\\end{tabular}", "", 1),
+        good.replacen("} \\\\", " \\\\", 1),
+        good.replacen(" & ", " ", 1),
+    ] {
+        assert!(std::panic::catch_unwind(|| check_latex(&broken)).is_err());
+    }
+}
+
+#[test]
+fn missing_results_are_named() {
+    let o = table("lift", &["--n", "64"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no BoN cells for n = 64 in")
+            && stderr(&o).contains("the sweep's n grid is 2, 4"),
+        "{}",
+        stderr(&o)
+    );
+    let o = table("lift", &["--sigma", "0.3"]);
+    assert!(
+        stderr(&o).contains("no privbon cells with σ = 0.3; the results have σ = 0.5"),
+        "{}",
+        stderr(&o)
+    );
+    let d = tempfile::tempdir().unwrap();
+    let o = run(&["table", d.path().to_str().unwrap(), "--kind", "lift"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no manifest.yaml, so these are not finished results"),
+        "{}",
+        stderr(&o)
+    );
+}
