@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::bail_input;
-use crate::config::TableKind;
+use crate::config::{PlotKind, TableKind};
 use crate::data::ingest::{IngestOptions, IngestSource, ingest};
 use crate::data::nested_jsonl::NestedKeys;
 use crate::data::synth::{Preset, Size, SynthOptions, synth};
@@ -19,6 +19,7 @@ use crate::privacy::accountant::{
 };
 use crate::privacy::budget::{BudgetParams, budget_table, check_sigma, point_table};
 use crate::report::format::{Format, Table};
+use crate::report::plots::PlotOptions;
 use crate::report::tables::TableOptions;
 
 /// privalign: reproduce "Privacy Without Regret" experiments from precomputed
@@ -47,6 +48,40 @@ pub enum Command {
     Fsrc(FsrcArgs),
     /// Render one of the paper's tables from results directories (LaTeX by default).
     Table(TableArgs),
+    /// Render one of the paper's figures from results directories (PNG and SVG).
+    Plot(PlotArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Results directories (several are combined, e.g. one per dataset).
+    #[arg(required = true, value_name = "RESULTS")]
+    pub results: Vec<PathBuf>,
+    /// Which figure.
+    #[arg(long, value_enum)]
+    pub kind: PlotKindArg,
+    /// The n of the σ/β/privacy-utility plots (default: the largest n).
+    #[arg(long)]
+    pub n: Option<usize>,
+    /// σ of the private algorithms (scaling), or the one PrivITP σ (beta plot).
+    #[arg(long)]
+    pub sigma: Option<f64>,
+    /// β of ITP/PrivITP, when the sweep has several.
+    #[arg(long)]
+    pub beta: Option<f64>,
+    /// Output directory (default: <first RESULTS>/plots).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// Plot kinds (design §11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlotKindArg {
+    Scaling,
+    Sigma,
+    Beta,
+    PrivacyUtility,
+    Fsrc,
 }
 
 #[derive(Debug, Args)]
@@ -662,6 +697,31 @@ pub fn run(cli: Cli) -> Result<()> {
                 }
                 None => print!("{text}"),
             }
+        }
+        Command::Plot(a) => {
+            let kind = match a.kind {
+                PlotKindArg::Scaling => PlotKind::Scaling,
+                PlotKindArg::Sigma => PlotKind::Sigma,
+                PlotKindArg::Beta => PlotKind::Beta,
+                PlotKindArg::PrivacyUtility => PlotKind::PrivacyUtility,
+                PlotKindArg::Fsrc => PlotKind::Fsrc,
+            };
+            let out = a.out.clone().unwrap_or_else(|| a.results[0].join("plots"));
+            let png = pipeline::plot(
+                &a.results,
+                &PlotOptions {
+                    kind,
+                    n: a.n,
+                    sigma: a.sigma,
+                    beta: a.beta,
+                },
+                &out,
+            )?;
+            println!(
+                "wrote {} and {}",
+                png.display(),
+                png.with_extension("svg").display()
+            );
         }
         Command::Fsrc(a) => {
             let table = pipeline::fsrc(&experiment_options(&a.exp, false, false)?)?;

@@ -9,6 +9,7 @@ use crate::config::{self, Experiment};
 use crate::fsutil::write_atomic;
 use crate::report::format::{Format, Table};
 use crate::report::fsrc::fsrc_table;
+use crate::report::plots::{self, PlotOptions};
 use crate::report::tables::{self, TableOptions};
 use crate::results::fsrc::FSRC_FILE;
 use crate::results::parquet_io::write_frame;
@@ -90,9 +91,8 @@ pub fn fsrc(o: &ExperimentOptions) -> Result<Table> {
     Ok(fsrc_table(&rows))
 }
 
-/// `privalign reproduce`: sweep, then the reports the config asks for.
-/// Plot kinds that privalign cannot render yet are listed as skipped rather
-/// than silently dropped.
+/// `privalign reproduce`: sweep, then every table and plot the config's
+/// `reports` section asks for, into `<out>/tables` and `<out>/plots`.
 pub fn reproduce(o: &ExperimentOptions) -> Result<()> {
     let (exp, outcome) = sweep(o)?;
     let set = read_results_set(std::slice::from_ref(&outcome.out))?;
@@ -119,20 +119,27 @@ pub fn reproduce(o: &ExperimentOptions) -> Result<()> {
         )?;
         println!("wrote {}", path.display());
     }
-    let skipped: Vec<String> = exp
-        .config
-        .reports
-        .plots
-        .iter()
-        .map(|p| format!("plot {:?}", p.kind))
-        .collect();
-    if !skipped.is_empty() {
-        println!(
-            "skipped (not implemented in this version of privalign): {}",
-            skipped.join(", ")
-        );
+    for p in &exp.config.reports.plots {
+        let png = plots::plot(
+            &set,
+            &PlotOptions {
+                kind: p.kind,
+                n: p.n,
+                sigma: p.sigma,
+                beta: p.beta,
+            },
+            &outcome.out.join("plots"),
+        )
+        .map_err(|e| e.context(format!("rendering the {:?} plot", p.kind)))?;
+        println!("wrote {} (+ .svg)", png.display());
     }
     Ok(())
+}
+
+/// `privalign plot`.
+pub fn plot(dirs: &[PathBuf], o: &PlotOptions, out: &Path) -> Result<PathBuf> {
+    let set = read_results_set(dirs)?;
+    plots::plot(&set, o, out)
 }
 
 /// `privalign table`.

@@ -41,7 +41,7 @@ const ALGORITHMS: [(&str, &str); 5] = [
     ("itp", "ITP"),
 ];
 
-fn display(alg: &str) -> &str {
+pub(crate) fn display(alg: &str) -> &str {
     ALGORITHMS
         .iter()
         .find(|(a, _)| *a == alg)
@@ -56,11 +56,11 @@ fn uses_beta(alg: &str) -> bool {
     matches!(alg, "itp" | "privitp")
 }
 
-fn close(a: f64, b: f64) -> bool {
+pub(crate) fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
 }
 
-fn distinct(v: impl Iterator<Item = f64>) -> Vec<f64> {
+pub(crate) fn distinct(v: impl Iterator<Item = f64>) -> Vec<f64> {
     let mut out: Vec<f64> = Vec::new();
     for x in v {
         if !out.iter().any(|&y| close(x, y)) {
@@ -79,13 +79,13 @@ fn list(v: &[f64]) -> String {
 }
 
 /// The selected records: for every algorithm present, one (σ, β) setting.
-struct Selection<'a> {
-    records: Vec<&'a SummaryRecord>,
+pub(crate) struct Selection<'a> {
+    pub records: Vec<&'a SummaryRecord>,
     /// (algorithm, σ, β) chosen.
-    chosen: Vec<(String, Option<f64>, Option<f64>)>,
+    pub chosen: Vec<(String, Option<f64>, Option<f64>)>,
 }
 
-fn select<'a>(set: &'a ResultsSet, o: &TableOptions) -> Result<Selection<'a>> {
+pub(crate) fn select<'a>(set: &'a ResultsSet, o: &TableOptions) -> Result<Selection<'a>> {
     let mut records = Vec::new();
     let mut chosen = Vec::new();
     for (alg, _) in ALGORITHMS {
@@ -157,7 +157,7 @@ fn select<'a>(set: &'a ResultsSet, o: &TableOptions) -> Result<Selection<'a>> {
     Ok(Selection { records, chosen })
 }
 
-fn ordered<'a>(v: impl Iterator<Item = &'a str>) -> Vec<String> {
+pub(crate) fn ordered<'a>(v: impl Iterator<Item = &'a str>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for s in v {
         if !out.iter().any(|x| x == s) {
@@ -169,7 +169,7 @@ fn ordered<'a>(v: impl Iterator<Item = &'a str>) -> Vec<String> {
 
 /// The n to report: the requested one (which every algorithm must have) or
 /// the largest n all have.
-fn choose_n(set: &ResultsSet, sel: &Selection, n: Option<usize>) -> Result<usize> {
+pub(crate) fn choose_n(set: &ResultsSet, sel: &Selection, n: Option<usize>) -> Result<usize> {
     let grid: BTreeSet<usize> = sel.records.iter().map(|r| r.n).collect();
     let grid_text = grid
         .iter()
@@ -192,7 +192,7 @@ fn choose_n(set: &ResultsSet, sel: &Selection, n: Option<usize>) -> Result<usize
     Ok(n)
 }
 
-fn settings_text(sel: &Selection) -> String {
+pub(crate) fn settings_text(sel: &Selection) -> String {
     let sig = sel.chosen.iter().find_map(|c| c.1);
     let beta = sel.chosen.iter().find_map(|c| c.2);
     let mut parts = Vec::new();

@@ -90,3 +90,78 @@ pub fn demo_prepared() -> &'static Path {
         out
     })
 }
+
+/// A fixed 4-prompt × 6-response dataset with two reward models and
+/// generation times, swept with every algorithm and an FSRC section.
+pub fn fixed_results() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("fixed-results-{}", env!("CARGO_CRATE_NAME")));
+        if root.exists() {
+            std::fs::remove_dir_all(&root).unwrap();
+        }
+        std::fs::create_dir_all(&root).unwrap();
+        let mut text = String::from("prompt_id,correct,a,b,gen_seconds\n");
+        for p in 0..4 {
+            for k in 0..6 {
+                let x = (p * 7 + k * 5) % 11;
+                let correct = u8::from((x + p) % 3 == 0);
+                let a = x as f64 / 10.0;
+                let b = ((x * 3 + k) % 10) as f64 / 10.0;
+                text += &format!("q{p},{correct},{a},{b},{}\n", 0.5 + 0.1 * k as f64);
+            }
+        }
+        let csv = root.join("fixed.csv");
+        std::fs::write(&csv, text).unwrap();
+        let ds = root.join("prepared");
+        ok(&run(&[
+            "ingest",
+            "--table",
+            csv.to_str().unwrap(),
+            "--prompt-col",
+            "prompt_id",
+            "--correct-col",
+            "correct",
+            "--reward-col",
+            "a=a",
+            "--reward-col",
+            "b=b",
+            "--out",
+            ds.to_str().unwrap(),
+            "--name",
+            "fixed",
+        ]));
+        let cfg = root.join("fixed.yaml");
+        std::fs::write(
+            &cfg,
+            format!(
+                r#"datasets: [{{path: "{}"}}]
+reward_models:
+  a: {{transform: {{kind: none}}}}
+  b: {{transform: {{kind: none}}}}
+n: [2, 4]
+replicates: 3
+seed: 1
+algorithms:
+  bon: {{}}
+  privbon: {{sigma: [0.5]}}
+  itp: {{beta: [0.1]}}
+  privitp: {{sigma: [0.5], beta: [0.1], clamp: [0, 1]}}
+fsrc: {{eps_total: 60, n: 4, sigma: [1.0], beta: 0.1, seeds: 2}}
+"#,
+                ds.display()
+            ),
+        )
+        .unwrap();
+        let out = root.join("results");
+        ok(&run(&[
+            "sweep",
+            "--no-progress",
+            cfg.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]));
+        out
+    })
+}
