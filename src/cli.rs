@@ -50,6 +50,30 @@ pub enum Command {
     Table(TableArgs),
     /// Render one of the paper's figures from results directories (PNG and SVG).
     Plot(PlotArgs),
+    /// Compare results with their reference numbers (and the paper's claims); non-zero exit if any moved.
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Results directory, e.g. results/demo.
+    #[arg(value_name = "RESULTS")]
+    pub results: PathBuf,
+    /// Reference numbers (default: RESULTS/reference.yaml).
+    #[arg(long, value_name = "FILE")]
+    pub reference: Option<PathBuf>,
+    /// Rerun the sweep recorded in RESULTS/manifest.yaml first (into a scratch directory).
+    #[arg(long)]
+    pub recompute: bool,
+    /// Rewrite the reference from the results (deliberately!) and print what changed.
+    #[arg(long)]
+    pub update: bool,
+    /// Also evaluate the paper's claims from this file, e.g. experiments/paper-claims.yaml.
+    #[arg(long, value_name = "FILE")]
+    pub claims: Option<PathBuf>,
+    /// Worker threads for --recompute.
+    #[arg(long, value_name = "K")]
+    pub threads: Option<usize>,
 }
 
 #[derive(Debug, Args)]
@@ -697,6 +721,42 @@ pub fn run(cli: Cli) -> Result<()> {
                 }
                 None => print!("{text}"),
             }
+        }
+        Command::Check(a) => {
+            let r = crate::check::check(&crate::check::CheckOptions {
+                results: a.results.clone(),
+                reference: a.reference.clone(),
+                recompute: a.recompute,
+                update: a.update,
+                claims: a.claims.clone(),
+                threads: a.threads,
+            })?;
+            print!("{}", r.table.render(Format::Table));
+            let mut bad = r.failed.clone();
+            for c in &r.claims {
+                println!(
+                    "{} {} [{}]: {}",
+                    if c.pass { "PASS" } else { "FAIL" },
+                    c.claim,
+                    c.scope,
+                    c.detail
+                );
+                if !c.pass {
+                    bad.push(format!("claim `{}` [{}]", c.claim, c.scope));
+                }
+            }
+            if !bad.is_empty() {
+                anyhow::bail!("{} check(s) failed:\n  {}", bad.len(), bad.join("\n  "));
+            }
+            println!(
+                "all {} numbers within tolerance{}",
+                r.table.rows.len(),
+                if r.claims.is_empty() {
+                    String::new()
+                } else {
+                    format!("; all {} claims hold", r.claims.len())
+                }
+            );
         }
         Command::Plot(a) => {
             let kind = match a.kind {
