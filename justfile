@@ -1,12 +1,17 @@
 # Conveniences only: every recipe is a plain command you can run without `just`.
 
-# The README's main job: prepare the demo dataset from the committed raw files.
+# The README's main job: prepare the committed demo data, then sweep and render every report.
 demo:
     cargo run --release -- ingest --responses data/demo/raw/responses.parquet --rewards data/demo/raw/rewards_*.parquet --out data/demo/prepared --name demo --policy synthetic-math --task synthetic --force
+    cargo run --release -- reproduce experiments/demo.yaml
 
-# The test suite, exactly as CI runs it.
+# The test suite, exactly as CI runs it (CI then runs `check`, below).
 test:
     cargo test --locked
+
+# The regression check CI runs: re-sweep the demo and compare with results/demo/reference.yaml.
+check:
+    cargo run --release -- check results/demo --recompute --claims experiments/paper-claims.yaml
 
 # fmt and clippy, as required before every commit.
 lint:
@@ -17,8 +22,14 @@ lint:
 data:
     cargo run --release -- synth --preset math --size demo --seed 0 --out data/demo/raw --force
 
-# Benchmarks: synth and ingest at the paper's size (1000 prompts × 10,000 responses × 4 RMs).
+# Paper-size synthetic data for the configs in experiments/ (see experiments/README.md).
+paper-data:
+    cargo run --release -- synth --preset math --size paper --out data/paper/raw --force
+    cargo run --release -- ingest --responses data/paper/raw/responses.parquet --rewards data/paper/raw/rewards_*.parquet --out data/paper/prepared --name synthetic-math --force
+
+# Benchmarks: synth + ingest at paper size, the engine, and the sweeps (demo; paper-size scale).
 bench:
     cargo build --release
     bash benches/ingest_paper.sh
     cargo bench --bench engine
+    bash benches/sweep.sh

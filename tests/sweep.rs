@@ -33,8 +33,8 @@ algorithms:
   privitp: {{sigma: [0.5], beta: [0.05]}}
 fsrc: {{eps_total: 20, n: 16, sigma: [1.0, 2.0], beta: 0.05, seeds: 2}}
 reports:
-  tables: [{{kind: fsrc}}, {{kind: budget}}, {{kind: lift}}]
-  plots: [{{kind: scaling}}]
+  tables: [{{kind: fsrc}}, {{kind: budget}}, {{kind: lift, sigma: 0.5, beta: 0.05}}]
+  plots: [{{kind: scaling, sigma: 0.5}}, {{kind: fsrc}}]
 "#,
         demo_prepared().display()
     );
@@ -104,9 +104,10 @@ fn demo_config_writes_results_identically_with_one_and_two_threads() {
     }
     same_files(&outs[0], &outs[1]);
     // The cells have the design §10 columns and one row per
-    // (RM, algorithm setting, n, prompt): 4 RMs × 9 settings × 3 n × 100 prompts.
+    // (RM, algorithm setting, n, prompt): 4 RMs × 11 settings (BoN, 4 PrivBoN σ,
+    // 2 ITP β, 2 × 2 PrivITP σ × β) × 3 n × 100 prompts.
     let cells = read_parquet(&outs[0].join("cells.parquet"));
-    assert_eq!(cells.height(), 4 * 9 * 3 * 100);
+    assert_eq!(cells.height(), 4 * 11 * 3 * 100);
     for c in [
         "dataset",
         "reward_model",
@@ -128,7 +129,7 @@ fn demo_config_writes_results_identically_with_one_and_two_threads() {
         assert!(cells.column(c).is_ok(), "cells.parquet lacks {c}");
     }
     let summary = read_parquet(&outs[0].join("summary.parquet"));
-    assert_eq!(summary.height(), 4 * 9 * 3);
+    assert_eq!(summary.height(), 4 * 11 * 3);
     for c in [
         "prompts",
         "accuracy_mean",
@@ -306,7 +307,7 @@ fn summary_lift_and_se_equal_a_hand_computation() {
 }
 
 #[test]
-fn reproduce_renders_what_exists_and_names_what_it_skipped() {
+fn reproduce_renders_every_table_and_plot_the_config_lists() {
     let d = tempfile::tempdir().unwrap();
     let cfg = small_config(d.path(), "[2, 16]", 2);
     let out = d.path().join("out");
@@ -320,8 +321,16 @@ fn reproduce_renders_what_exists_and_names_what_it_skipped() {
     ok(&o);
     let tex = std::fs::read_to_string(out.join("tables/fsrc.tex")).unwrap();
     assert!(tex.contains("\\toprule") && tex.contains("FSRC"), "{tex}");
-    assert!(out.join("tables/budget.tex").exists());
-    assert!(stdout(&o).contains("skipped"), "{}", stdout(&o));
+    for f in [
+        "tables/budget.tex",
+        "tables/lift.tex",
+        "tables/lift.md",
+        "plots/scaling.png",
+        "plots/scaling.svg",
+        "plots/fsrc.png",
+    ] {
+        assert!(out.join(f).exists(), "{f} missing");
+    }
 }
 
 #[test]

@@ -6,7 +6,7 @@
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::report::tables::{close, ordered};
+use crate::report::tables::{close, ordered, uses_beta, uses_sigma};
 use crate::results::read::{ResultsSet, SummaryRecord};
 use crate::results::summary::mean_se;
 
@@ -70,14 +70,6 @@ pub struct ClaimResult {
     pub detail: String,
 }
 
-fn uses_sigma(alg: &str) -> bool {
-    matches!(alg, "privbon" | "privbon_gauss" | "privitp")
-}
-
-fn uses_beta(alg: &str) -> bool {
-    matches!(alg, "itp" | "privitp")
-}
-
 /// The lift curve (n, mean, se) of `alg` at the matched σ/β on (dataset, RM).
 fn curve(
     set: &ResultsSet,
@@ -110,16 +102,10 @@ fn combined(a: f64, b: f64) -> f64 {
 
 /// Evaluate every claim.
 pub fn evaluate(set: &ResultsSet, f: &ClaimsFile) -> Result<Vec<ClaimResult>> {
-    let keys: Vec<(String, String)> = {
-        let mut v: Vec<(String, String)> = Vec::new();
-        for r in set.summary() {
-            let k = (r.dataset.clone(), r.reward_model.clone());
-            if !v.contains(&k) {
-                v.push(k);
-            }
-        }
-        v
-    };
+    let keys: Vec<(String, String)> = ordered(
+        set.summary()
+            .map(|r| (r.dataset.clone(), r.reward_model.clone())),
+    );
     let mut out = Vec::new();
     let missing = |claim: &str, scope: String, alg: &str| ClaimResult {
         claim: claim.to_string(),
@@ -232,12 +218,11 @@ pub fn evaluate(set: &ResultsSet, f: &ClaimsFile) -> Result<Vec<ClaimResult>> {
                     });
                 }
                 for rm in ordered(rows.iter().map(|r| r.reward_model.as_str())) {
-                    let mut sigmas: Vec<f64> = Vec::new();
-                    for r in rows.iter().filter(|r| r.reward_model == rm) {
-                        if !sigmas.iter().any(|s| close(*s, r.sigma)) {
-                            sigmas.push(r.sigma);
-                        }
-                    }
+                    let sigmas = crate::report::tables::distinct(
+                        rows.iter()
+                            .filter(|r| r.reward_model == rm)
+                            .map(|r| r.sigma),
+                    );
                     for s in sigmas {
                         let mine: Vec<_> = rows
                             .iter()

@@ -111,6 +111,7 @@ fn human(c: &Cell, decimals: usize, latex: bool) -> String {
                 (None, false) => m,
             }
         }
+        Cell::Text(t) if latex => latex_escape(t),
         Cell::Text(t) => t.clone(),
         Cell::Empty => {
             if latex {
@@ -120,6 +121,25 @@ fn human(c: &Cell, decimals: usize, latex: bool) -> String {
             }
         }
     }
+}
+
+/// Escape LaTeX's special characters in plain text (names of datasets and
+/// reward models, row labels such as "Overhead (%)").
+pub fn latex_escape(t: &str) -> String {
+    let mut out = String::with_capacity(t.len());
+    for c in t.chars() {
+        match c {
+            '%' | '&' | '_' | '#' | '$' | '{' | '}' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\\' => out.push_str("\\textbackslash{}"),
+            '~' => out.push_str("\\textasciitilde{}"),
+            '^' => out.push_str("\\textasciicircum{}"),
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// Bold a rendered LaTeX cell: `\textbf` bolds its text and `\boldmath` the
@@ -300,5 +320,23 @@ impl Table {
             })
             .collect();
         serde_json::to_string_pretty(&rows).unwrap_or_default() + "\n"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latex_special_characters_are_escaped() {
+        assert_eq!(latex_escape("Overhead (%)"), "Overhead (\\%)");
+        assert_eq!(
+            latex_escape("my_rm & #1 $x$ {a}"),
+            "my\\_rm \\& \\#1 \\$x\\$ \\{a\\}"
+        );
+        assert_eq!(
+            latex_escape("a\\b~c^d"),
+            "a\\textbackslash{}b\\textasciitilde{}c\\textasciicircum{}d"
+        );
     }
 }

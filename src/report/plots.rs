@@ -65,14 +65,11 @@ fn ms(r: &SummaryRecord, stat: &str, scale: f64) -> Option<(f64, Option<f64>)> {
 }
 
 fn panels_keys(records: &[&SummaryRecord]) -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = Vec::new();
-    for r in records {
-        let k = (r.dataset.clone(), r.reward_model.clone());
-        if !v.contains(&k) {
-            v.push(k);
-        }
-    }
-    v
+    ordered(
+        records
+            .iter()
+            .map(|r| (r.dataset.clone(), r.reward_model.clone())),
+    )
 }
 
 fn legend_of(panels: &[Panel]) -> Vec<(String, Style)> {
@@ -448,8 +445,8 @@ fn fsrc_bars(set: &ResultsSet) -> Result<Figure> {
             set.names()
         );
     }
-    let keys = ordered(rows.iter().map(|r| r.reward_model.as_str()));
-    let datasets = ordered(rows.iter().map(|r| r.dataset.as_str()));
+    let keys = ordered(rows.iter().map(|r| r.reward_model.clone()));
+    let datasets = ordered(rows.iter().map(|r| r.dataset.clone()));
     let mut panels = Vec::new();
     for ds in &datasets {
         for rm in &keys {

@@ -11,7 +11,7 @@
 use anyhow::Result;
 use std::collections::BTreeSet;
 
-use super::format::{Cell, ColumnSpec, Table};
+use super::format::{Cell, ColumnSpec, Table, latex_escape};
 use super::fsrc::fsrc_table;
 use crate::bail_input;
 use crate::config::TableKind;
@@ -48,11 +48,12 @@ pub(crate) fn display(alg: &str) -> &str {
         .map_or(alg, |(_, d)| d)
 }
 
-fn uses_sigma(alg: &str) -> bool {
+/// Whether an algorithm (by result name) has a σ / β parameter.
+pub(crate) fn uses_sigma(alg: &str) -> bool {
     matches!(alg, "privbon" | "privbon_gauss" | "privitp")
 }
 
-fn uses_beta(alg: &str) -> bool {
+pub(crate) fn uses_beta(alg: &str) -> bool {
     matches!(alg, "itp" | "privitp")
 }
 
@@ -157,11 +158,12 @@ pub(crate) fn select<'a>(set: &'a ResultsSet, o: &TableOptions) -> Result<Select
     Ok(Selection { records, chosen })
 }
 
-pub(crate) fn ordered<'a>(v: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for s in v {
-        if !out.iter().any(|x| x == s) {
-            out.push(s.to_string());
+/// The distinct items of `v` in order of first appearance.
+pub(crate) fn ordered<T: PartialEq>(v: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for x in v {
+        if !out.contains(&x) {
+            out.push(x);
         }
     }
     out
@@ -256,9 +258,9 @@ pub fn lift_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
     ];
     for rm in &rms {
         columns.push(ColumnSpec::new(
-            rm.clone(),
-            rm.clone(),
-            format!("\\textbf{{{rm}}}"),
+            *rm,
+            *rm,
+            format!("\\textbf{{{}}}", latex_escape(rm)),
         ));
     }
     let mut rows = Vec::new();
@@ -275,7 +277,7 @@ pub fn lift_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
             }
             let mut row = vec![
                 Cell::Text(if rows.len() == start {
-                    ds.clone()
+                    ds.to_string()
                 } else {
                     String::new()
                 }),
@@ -336,7 +338,7 @@ pub fn winrate_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
         columns.push(ColumnSpec::new(
             alg.clone(),
             display(alg),
-            format!("\\textbf{{{}}}", display(alg)),
+            format!("\\textbf{{{}}}", latex_escape(display(alg))),
         ));
     }
     let (mut rows, mut midrules, mut groups) = (Vec::new(), Vec::new(), Vec::new());
@@ -349,7 +351,7 @@ pub fn winrate_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
             let label = if datasets.len() > 1 {
                 format!("{ds}/{rm}")
             } else {
-                rm.clone()
+                rm.to_string()
             };
             for &n in &ns {
                 let mut row = vec![
@@ -417,16 +419,11 @@ pub fn generation_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
             );
         }
     }
-    let keys: Vec<(String, String)> = {
-        let mut v: Vec<(String, String)> = Vec::new();
-        for r in &sel.records {
-            let k = (r.dataset.clone(), r.reward_model.clone());
-            if !v.contains(&k) {
-                v.push(k);
-            }
-        }
-        v
-    };
+    let keys: Vec<(String, String)> = ordered(
+        sel.records
+            .iter()
+            .map(|r| (r.dataset.clone(), r.reward_model.clone())),
+    );
     let multi = keys.iter().map(|k| &k.0).collect::<BTreeSet<_>>().len() > 1;
     let mut columns = vec![ColumnSpec::new("row", "", "")];
     for (ds, rm) in &keys {
@@ -435,11 +432,8 @@ pub fn generation_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
         } else {
             rm.clone()
         };
-        columns.push(ColumnSpec::new(
-            h.clone(),
-            h.clone(),
-            format!("\\textbf{{{h}}}"),
-        ));
+        let latex = format!("\\textbf{{{}}}", latex_escape(&h));
+        columns.push(ColumnSpec::new(h.clone(), h, latex));
     }
     let gen_secs = |ds: &str| {
         set.dirs

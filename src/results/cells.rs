@@ -9,6 +9,7 @@
 use anyhow::{Context, Result, bail};
 use polars::prelude::*;
 
+use super::parquet_io::{f64_column, str_column};
 use crate::select::pool::Values;
 use crate::sweep::engine::{Algorithm, Metrics};
 
@@ -148,17 +149,8 @@ impl Chunk {
             bail!("has {} rows, expected {rows}", df.height());
         }
         let p = expected.prompt_ids.len();
-        let strs = |name: &str| -> Result<Vec<String>> {
-            Ok(df
-                .column(name)?
-                .str()?
-                .iter()
-                .map(|s| s.unwrap_or_default().to_string())
-                .collect())
-        };
-        let f64s = |name: &str| -> Result<Vec<Option<f64>>> {
-            Ok(df.column(name)?.f64()?.iter().collect())
-        };
+        let strs = |name: &str| str_column(df, name);
+        let f64s = |name: &str| f64_column(df, name);
         let want = DataFrame::new_infer_height(expected.key_columns())?;
         for key in [
             col::DATASET,
@@ -184,7 +176,7 @@ impl Chunk {
             col::BETA,
             col::BASE_ACCURACY,
         ] {
-            if f64s(key)? != want.column(key)?.f64()?.iter().collect::<Vec<_>>() {
+            if f64s(key)? != f64_column(&want, key)? {
                 bail!("column {key} does not match the config");
             }
         }

@@ -45,31 +45,16 @@ pub fn fsrc_frame(rows: &[FsrcRow]) -> Result<DataFrame> {
 
 /// Read an `fsrc.parquet` back into rows.
 pub fn read_fsrc(path: &std::path::Path) -> Result<Vec<FsrcRow>> {
+    use super::parquet_io::{f64_column, str_column, usize_column};
     let df = super::parquet_io::read_frame(path)?;
-    let s = |c: &str| -> Result<Vec<String>> {
-        Ok(df
-            .column(c)?
-            .str()?
-            .iter()
-            .map(|v| v.unwrap_or_default().to_string())
-            .collect())
-    };
+    let s = |c: &str| str_column(&df, c);
     let f = |c: &str| -> Result<Vec<f64>> {
-        Ok(df
-            .column(c)?
-            .f64()?
-            .iter()
+        Ok(f64_column(&df, c)?
+            .into_iter()
             .map(|v| v.unwrap_or(f64::NAN))
             .collect())
     };
-    let i = |c: &str| -> Result<Vec<usize>> {
-        Ok(df
-            .column(c)?
-            .i64()?
-            .iter()
-            .map(|v| v.unwrap_or(0) as usize)
-            .collect())
-    };
+    let i = |c: &str| usize_column(&df, c);
     let (ds, rm) = (s("dataset")?, s("reward_model")?);
     let (sigma, beta, eps_total) = (f("sigma")?, f("beta")?, f("eps_total")?);
     let (n, seed, q, bq) = (i("n")?, i("seed")?, i("queries")?, i("basic_queries")?);

@@ -52,3 +52,28 @@ pub fn read_frame(path: &Path) -> Result<DataFrame> {
         .map_err(anyhow::Error::from)
         .with_context(|| format!("reading {}", path.display()))
 }
+
+/// A string column as owned strings (nulls as "").
+pub fn str_column(df: &DataFrame, name: &str) -> Result<Vec<String>> {
+    Ok(df
+        .column(name)?
+        .str()?
+        .iter()
+        .map(|v| v.unwrap_or_default().to_string())
+        .collect())
+}
+
+/// A float column with its nulls.
+pub fn f64_column(df: &DataFrame, name: &str) -> Result<Vec<Option<f64>>> {
+    Ok(df.column(name)?.f64()?.iter().collect())
+}
+
+/// An integer count column (nulls as 0).
+pub fn usize_column(df: &DataFrame, name: &str) -> Result<Vec<usize>> {
+    Ok(df
+        .column(name)?
+        .i64()?
+        .iter()
+        .map(|v| v.unwrap_or(0) as usize)
+        .collect())
+}

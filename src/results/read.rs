@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::cells::col;
 use super::fsrc::{FSRC_FILE, FsrcRow, read_fsrc};
 use super::manifest::{MANIFEST_FILE, ResultsManifest};
-use super::parquet_io::read_frame;
+use super::parquet_io::{f64_column, read_frame, str_column, usize_column};
 use super::summary::{MeanSe, STATS, SUMMARY_FILE};
 use crate::error::input_error;
 
@@ -124,23 +124,9 @@ type StatColumns = (String, Vec<Option<f64>>, Vec<Option<f64>>);
 /// Read summary.parquet into records.
 pub fn read_summary(path: &Path) -> Result<Vec<SummaryRecord>> {
     let df = read_frame(path)?;
-    let strs = |c: &str| -> Result<Vec<String>> {
-        Ok(df
-            .column(c)?
-            .str()?
-            .iter()
-            .map(|v| v.unwrap_or_default().to_string())
-            .collect())
-    };
-    let f = |c: &str| -> Result<Vec<Option<f64>>> { Ok(df.column(c)?.f64()?.iter().collect()) };
-    let i = |c: &str| -> Result<Vec<usize>> {
-        Ok(df
-            .column(c)?
-            .i64()?
-            .iter()
-            .map(|v| v.unwrap_or(0) as usize)
-            .collect())
-    };
+    let strs = |c: &str| str_column(&df, c);
+    let f = |c: &str| f64_column(&df, c);
+    let i = |c: &str| usize_column(&df, c);
     let (ds, rm, alg) = (
         strs(col::DATASET)?,
         strs(col::REWARD_MODEL)?,
