@@ -122,9 +122,12 @@ impl Reporter {
         let bar = if drawing {
             let b = ProgressBar::new(total);
             if let Ok(style) = ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:30}] {human_pos}/{human_len} cells  {per_sec}  ETA {eta}  {msg}",
+                "{elapsed_precise} [{bar:30}] {human_pos}/{human_len} cells  {rate}  ETA {eta}  {msg}",
             ) {
-                b.set_style(style.progress_chars("=> "));
+                let rate = |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{:.0} cells/s", s.per_sec());
+                };
+                b.set_style(style.with_key("rate", rate).progress_chars("=> "));
             }
             b
         } else {
@@ -133,9 +136,13 @@ impl Reporter {
         Self { bar, drawing }
     }
 
+    /// A status line; on a terminal the bar shows only its part before the
+    /// first colon (e.g. "dataset `demo`, reward model `oasst`") so it fits
+    /// on one line.
     fn stage(&self, msg: String) {
         if self.drawing {
-            self.bar.set_message(msg);
+            let short = msg.split(':').next().unwrap_or(&msg).to_string();
+            self.bar.set_message(short);
         } else {
             eprintln!("sweep: {msg}");
         }
