@@ -321,6 +321,29 @@ fn reproduce_renders_every_table_and_plot_the_config_lists() {
     ok(&o);
     let tex = std::fs::read_to_string(out.join("tables/fsrc.tex")).unwrap();
     assert!(tex.contains("\\toprule") && tex.contains("FSRC"), "{tex}");
+    // llama's minmax transform is data-dependent: its private rows are flagged.
+    let s = read_parquet(&out.join("summary.parquet"));
+    let rm = s.column("reward_model").unwrap().str().unwrap().clone();
+    let alg = s.column("algorithm").unwrap().str().unwrap().clone();
+    let flag = s
+        .column("privacy_conditional")
+        .unwrap()
+        .bool()
+        .unwrap()
+        .clone();
+    for i in 0..s.height() {
+        let private = alg.get(i) != Some("bon") && alg.get(i) != Some("itp");
+        let want = private && rm.get(i) == Some("llama");
+        assert_eq!(
+            flag.get(i),
+            Some(want),
+            "row {i}: {:?} {:?}",
+            rm.get(i),
+            alg.get(i)
+        );
+    }
+    let manifest = std::fs::read_to_string(out.join("manifest.yaml")).unwrap();
+    assert!(manifest.contains("kind: minmax") && manifest.contains("data_dependent: true"));
     for f in [
         "tables/budget.tex",
         "tables/lift.tex",
