@@ -723,7 +723,7 @@ pub fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Check(a) => {
-            let r = crate::check::check(&crate::check::CheckOptions {
+            pipeline::check(&crate::check::CheckOptions {
                 results: a.results.clone(),
                 reference: a.reference.clone(),
                 recompute: a.recompute,
@@ -731,32 +731,6 @@ pub fn run(cli: Cli) -> Result<()> {
                 claims: a.claims.clone(),
                 threads: a.threads,
             })?;
-            print!("{}", r.table.render(Format::Table));
-            let mut bad = r.failed.clone();
-            for c in &r.claims {
-                println!(
-                    "{} {} [{}]: {}",
-                    if c.pass { "PASS" } else { "FAIL" },
-                    c.claim,
-                    c.scope,
-                    c.detail
-                );
-                if !c.pass {
-                    bad.push(format!("claim `{}` [{}]", c.claim, c.scope));
-                }
-            }
-            if !bad.is_empty() {
-                anyhow::bail!("{} check(s) failed:\n  {}", bad.len(), bad.join("\n  "));
-            }
-            println!(
-                "all {} numbers within tolerance{}",
-                r.table.rows.len(),
-                if r.claims.is_empty() {
-                    String::new()
-                } else {
-                    format!("; all {} claims hold", r.claims.len())
-                }
-            );
         }
         Command::Plot(a) => {
             let kind = match a.kind {

@@ -147,3 +147,36 @@ pub fn table(dirs: &[PathBuf], o: &TableOptions) -> Result<Table> {
     let set = read_results_set(dirs)?;
     tables::table(&set, o)
 }
+
+/// `privalign check`: print the comparison table and every claim, then fail
+/// (exit 1) naming each number that moved and each claim that failed.
+pub fn check(o: &crate::check::CheckOptions) -> Result<()> {
+    let r = crate::check::check(o)?;
+    print!("{}", r.table.render(Format::Table));
+    let mut bad = r.failed.clone();
+    for c in &r.claims {
+        println!(
+            "{} {} [{}]: {}",
+            if c.pass { "PASS" } else { "FAIL" },
+            c.claim,
+            c.scope,
+            c.detail
+        );
+        if !c.pass {
+            bad.push(format!("claim `{}` [{}]", c.claim, c.scope));
+        }
+    }
+    if !bad.is_empty() {
+        anyhow::bail!("{} check(s) failed:\n  {}", bad.len(), bad.join("\n  "));
+    }
+    println!(
+        "all {} numbers within tolerance{}",
+        r.table.rows.len(),
+        if r.claims.is_empty() {
+            String::new()
+        } else {
+            format!("; all {} claims hold", r.claims.len())
+        }
+    );
+    Ok(())
+}
