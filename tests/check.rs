@@ -76,19 +76,8 @@ fn a_number_shifted_by_three_se_fails_naming_exactly_it() {
 fn sigma_scaled_by_1_1_fails_the_check() {
     let d = tempfile::tempdir().unwrap();
     let cfg = repo().join("experiments/demo.yaml");
-    let ds = format!("datasets.0.path={}", demo_prepared().display());
-    let small = [
-        "--set",
-        &ds,
-        "--set",
-        "n=[2, 64, 1024]",
-        "--set",
-        "replicates=2",
-        "--set",
-        "fsrc.seeds=2",
-        "--set",
-        "reports={}",
-    ];
+    let sets = small_demo_sets();
+    let small: Vec<&str> = sets.iter().map(String::as_str).collect();
     let base = d.path().join("base");
     let mut a = vec![
         "sweep",

@@ -67,27 +67,20 @@ fn same_files(a: &Path, b: &Path) {
 #[test]
 fn demo_config_writes_results_identically_with_one_and_two_threads() {
     let d = tempfile::tempdir().unwrap();
-    let ds = format!("datasets.0.path={}", demo_prepared().display());
+    let sets = small_demo_sets();
     let mut outs = Vec::new();
     for threads in ["1", "2"] {
         let out = d.path().join(format!("t{threads}"));
-        let o = sweep(&[
-            repo().join("experiments/demo.yaml").to_str().unwrap(),
+        let cfg = repo().join("experiments/demo.yaml");
+        let mut args = vec![
+            cfg.to_str().unwrap(),
             "--out",
             out.to_str().unwrap(),
             "--threads",
             threads,
-            "--set",
-            &ds,
-            "--set",
-            "n=[2, 64, 1024]",
-            "--set",
-            "replicates=2",
-            "--set",
-            "fsrc.seeds=2",
-            "--set",
-            "reports={}",
-        ]);
+        ];
+        args.extend(sets.iter().map(String::as_str));
+        let o = sweep(&args);
         ok(&o);
         let mut files = entries(&out);
         files.retain(|f| !f.starts_with('.'));
@@ -247,19 +240,7 @@ fn tiny_dataset(dir: &Path) -> PathBuf {
     }
     std::fs::write(&csv, text).unwrap();
     let out = dir.join("tiny");
-    ok(&run(&[
-        "ingest",
-        "--table",
-        csv.to_str().unwrap(),
-        "--prompt-col",
-        "prompt_id",
-        "--correct-col",
-        "correct",
-        "--reward-col",
-        "rm=r",
-        "--out",
-        out.to_str().unwrap(),
-    ]));
+    ingest_csv(&csv, &out, &["--reward-col", "rm=r"]);
     out
 }
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::config::Experiment;
 use crate::fsutil::write_atomic;
 use crate::report::format::{Cell, ColumnSpec, Table};
-use crate::report::tables::close;
+use crate::report::tables::ordered;
 use crate::results::read::{ResultsSet, read_results_set};
 use crate::sweep::run::{SweepOptions, sweep};
 use claims::{ClaimsFile, evaluate};
@@ -154,15 +154,11 @@ pub fn default_reference(set: &ResultsSet) -> Result<Reference> {
             numbers.extend(base("eps", tol, "eps"));
         }
     }
-    let mut fsrc_keys: Vec<(String, String, f64)> = Vec::new();
-    for f in set.fsrc() {
-        if !fsrc_keys
-            .iter()
-            .any(|k| k.0 == f.dataset && k.1 == f.reward_model && close(k.2, f.sigma))
-        {
-            fsrc_keys.push((f.dataset.clone(), f.reward_model.clone(), f.sigma));
-        }
-    }
+    // σ values come from the config, so equal settings are bitwise equal.
+    let fsrc_keys = ordered(
+        set.fsrc()
+            .map(|f| (f.dataset.clone(), f.reward_model.clone(), f.sigma)),
+    );
     for (ds, rm, s) in fsrc_keys {
         for (stat, tol) in [
             ("queries", Tolerance::Se { se: 1.0 }),

@@ -115,23 +115,18 @@ pub fn fixed_results() -> &'static Path {
         let csv = root.join("fixed.csv");
         std::fs::write(&csv, text).unwrap();
         let ds = root.join("prepared");
-        ok(&run(&[
-            "ingest",
-            "--table",
-            csv.to_str().unwrap(),
-            "--prompt-col",
-            "prompt_id",
-            "--correct-col",
-            "correct",
-            "--reward-col",
-            "a=a",
-            "--reward-col",
-            "b=b",
-            "--out",
-            ds.to_str().unwrap(),
-            "--name",
-            "fixed",
-        ]));
+        ingest_csv(
+            &csv,
+            &ds,
+            &[
+                "--reward-col",
+                "a=a",
+                "--reward-col",
+                "b=b",
+                "--name",
+                "fixed",
+            ],
+        );
         let cfg = root.join("fixed.yaml");
         std::fs::write(
             &cfg,
@@ -164,4 +159,37 @@ fsrc: {{eps_total: 60, n: 4, sigma: [1.0], beta: 0.1, seeds: 2}}
         ]));
         out
     })
+}
+
+/// Ingest a flat CSV with columns `prompt_id`, `correct` and the reward
+/// columns named in `extra` (`--reward-col NAME=COL`, …) into `out`.
+pub fn ingest_csv(csv: &Path, out: &Path, extra: &[&str]) {
+    let mut args = vec![
+        "ingest",
+        "--table",
+        csv.to_str().unwrap(),
+        "--prompt-col",
+        "prompt_id",
+        "--correct-col",
+        "correct",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    ok(&run(&args));
+}
+
+/// `--set` overrides that shrink experiments/demo.yaml to a quick sweep on
+/// the prepared demo data: 3 n, 2 replicates, 2 FSRC seeds, no reports.
+pub fn small_demo_sets() -> Vec<String> {
+    [
+        format!("datasets.0.path={}", demo_prepared().display()),
+        "n=[2, 64, 1024]".into(),
+        "replicates=2".into(),
+        "fsrc.seeds=2".into(),
+        "reports={}".into(),
+    ]
+    .into_iter()
+    .flat_map(|s| ["--set".to_string(), s])
+    .collect()
 }
