@@ -36,6 +36,8 @@ pub struct Cli {
 pub enum Command {
     /// Validate raw score files and write a prepared dataset (scores.parquet + dataset.yaml).
     Ingest(Box<IngestArgs>),
+    /// Print a prepared dataset's raw score statistics per reward model, with a suggested clip interval.
+    Describe(DescribeArgs),
     /// Generate synthetic raw score files with known ground truth.
     Synth(SynthArgs),
     /// Privacy budgets: the paper's budget table, or one accountant formula at one point.
@@ -52,6 +54,16 @@ pub enum Command {
     Plot(PlotArgs),
     /// Compare results with their reference numbers (and the paper's claims); non-zero exit if any moved.
     Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DescribeArgs {
+    /// Prepared dataset directory (`privalign ingest` output), e.g. data/demo/prepared.
+    #[arg(value_name = "DATASET")]
+    pub dataset: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
 }
 
 #[derive(Debug, Args)]
@@ -658,6 +670,10 @@ pub fn run(cli: Cli) -> Result<()> {
                 }
             );
             eprintln!("ingest took {:.2} s", start.elapsed().as_secs_f64());
+        }
+        Command::Describe(a) => {
+            let table = crate::data::describe::describe(&a.dataset)?;
+            print!("{}", table.render(a.format));
         }
         Command::Synth(a) => {
             let (p, n) = a.size.dims();

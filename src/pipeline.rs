@@ -33,6 +33,18 @@ pub fn load_experiment(path: &Path, sets: &[String]) -> Result<Experiment> {
     Experiment::resolve(cfg, path).map_err(|e| e.context(path.display().to_string()))
 }
 
+/// Print what σ, β and Δ_r mean in raw units for every (dataset, reward
+/// model), and the warnings about implausible values, before anything runs.
+fn print_units_plan(exp: &Experiment) {
+    let plan = config::units::units_plan(exp);
+    for l in &plan.lines {
+        eprintln!("plan: {l}");
+    }
+    for w in &plan.warnings {
+        eprintln!("warning: {w}");
+    }
+}
+
 fn out_dir(o: &ExperimentOptions, exp: &Experiment) -> PathBuf {
     o.out
         .clone()
@@ -42,6 +54,7 @@ fn out_dir(o: &ExperimentOptions, exp: &Experiment) -> PathBuf {
 /// `privalign sweep`.
 pub fn sweep(o: &ExperimentOptions) -> Result<(Experiment, SweepOutcome)> {
     let exp = load_experiment(&o.config, &o.sets)?;
+    print_units_plan(&exp);
     let opts = SweepOptions {
         out: out_dir(o, &exp),
         threads: o.threads,
@@ -81,6 +94,7 @@ pub fn fsrc(o: &ExperimentOptions) -> Result<Table> {
             o.config.display()
         );
     }
+    print_units_plan(&exp);
     let threads = o.threads.unwrap_or_else(rayon::current_num_threads);
     let rows = fsrc_only(&exp, threads)?;
     let out = out_dir(o, &exp);

@@ -13,6 +13,7 @@ pub mod grid;
 pub mod overrides;
 pub mod resolve;
 pub mod types;
+pub mod units;
 pub mod validate;
 
 use anyhow::{Context, Result};

@@ -3,11 +3,13 @@
 //! * [`read`] opens parquet / CSV / JSONL inputs and turns named columns into the
 //!   canonical column set, with errors that name file, row and fix.
 //! * [`nested_jsonl`] parses the paper's reference-code JSONL (one record per prompt).
+//! * [`describe`] summarises a prepared dataset's raw score scales.
 //! * [`ingest`] validates, joins and writes a prepared dataset (design §3–§4).
 //! * [`prepared`] is the prepared dataset's on-disk form and its loader into
 //!   per-prompt contiguous arrays.
 //! * [`synth`] generates raw score files with known ground truth.
 
+pub mod describe;
 pub mod ingest;
 pub mod nested_jsonl;
 pub mod prepared;

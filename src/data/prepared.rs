@@ -59,9 +59,14 @@ pub struct BaseAccuracy {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RewardStats {
+    /// Scored responses (after `--drop-unscored`).
+    pub count: usize,
     pub min: f64,
     pub max: f64,
     pub mean: f64,
+    /// Population standard deviation (divisor N), the scale the `zscore`
+    /// transform divides by.
+    pub sd: f64,
     /// 0.1% and 99.9% quantiles (nearest-rank), a robust range for `clip` transforms.
     pub q001: f64,
     pub q999: f64,
@@ -100,10 +105,13 @@ pub fn reward_stats(values: &[f64]) -> RewardStats {
     let mean = v.iter().sum::<f64>() / v.len() as f64;
     let min = v.iter().copied().fold(f64::INFINITY, f64::min);
     let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64).sqrt();
     RewardStats {
+        count: v.len(),
         min,
         max,
         mean,
+        sd,
         q001: quantile(&mut v, 0.001),
         q999: quantile(&mut v, 0.999),
     }
@@ -243,6 +251,9 @@ mod tests {
         assert_eq!(s.min, 1.0);
         assert_eq!(s.max, 2000.0);
         assert!((s.mean - 1000.5).abs() < 1e-12);
+        assert_eq!(s.count, 2000);
+        // Population sd of 1..=N is sqrt((N² − 1)/12).
+        assert!((s.sd - ((2000.0f64 * 2000.0 - 1.0) / 12.0).sqrt()).abs() < 1e-9);
     }
 
     #[test]
