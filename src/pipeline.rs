@@ -54,6 +54,13 @@ fn out_dir(o: &ExperimentOptions, exp: &Experiment) -> PathBuf {
 /// `privalign sweep`.
 pub fn sweep(o: &ExperimentOptions) -> Result<(Experiment, SweepOutcome)> {
     let exp = load_experiment(&o.config, &o.sets)?;
+    if exp.algorithms.is_empty() {
+        crate::bail_input!(
+            "{}: has no algorithm to sweep, only an `fsrc:` section; run it with `privalign fsrc {}`, or add algorithms (e.g. `bon: {{}}`) and an n grid",
+            o.config.display(),
+            o.config.display()
+        );
+    }
     print_units_plan(&exp);
     let opts = SweepOptions {
         out: out_dir(o, &exp),

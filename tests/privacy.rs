@@ -212,6 +212,7 @@ fn fsrc_respects_budget_and_beats_basic_composition() {
     let p = FsrcParams {
         eps_total: 50.0,
         n: 16,
+        sampling: privalign::sweep::engine::Sampling::WithReplacement,
         privitp: PrivItpParams::split_half(sigma, 0.05),
         privacy: PrivacyParams {
             delta_r,

@@ -141,24 +141,29 @@ impl Experiment {
                 manifest,
             });
         }
-        let n_values = config
-            .n
-            .values()
-            .map_err(|m| input_error(format!("n: {m}")))?;
-        if config.sampling == SamplingSpec::WithoutReplacement {
-            let mut checks: Vec<(&str, usize)> = vec![("n", *n_values.last().unwrap_or(&1))];
-            if let Some(f) = &config.fsrc {
-                checks.push(("fsrc.n", f.n));
-            }
-            for (key, n) in checks {
-                for d in &datasets {
-                    let pool = d.manifest.counts.responses_per_prompt_min;
-                    if n > pool {
-                        return Err(input_error(format!(
-                            "{key}: n = {n} exceeds the smallest pool ({pool} responses for some prompt of dataset `{}`); sampling: without_replacement needs n ≤ N — lower n or use sampling: with_replacement",
-                            d.name
-                        )));
-                    }
+        let n_values = match &config.n {
+            Some(g) => g.values().map_err(|m| input_error(format!("n: {m}")))?,
+            None => Vec::new(),
+        };
+        let mut checks: Vec<(&str, usize)> = Vec::new();
+        if config.sampling == SamplingSpec::WithoutReplacement
+            && let Some(&n) = n_values.last()
+        {
+            checks.push(("n", n));
+        }
+        if let Some(f) = &config.fsrc
+            && f.sampling_or(config.sampling) == SamplingSpec::WithoutReplacement
+        {
+            checks.push(("fsrc.n", f.n));
+        }
+        for (key, n) in checks {
+            for d in &datasets {
+                let pool = d.manifest.counts.responses_per_prompt_min;
+                if n > pool {
+                    return Err(input_error(format!(
+                        "{key}: n = {n} exceeds the smallest pool ({pool} responses for some prompt of dataset `{}`); sampling: without_replacement needs n ≤ N — lower n or use sampling: with_replacement",
+                        d.name
+                    )));
                 }
             }
         }

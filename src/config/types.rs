@@ -27,8 +27,10 @@ pub struct ExperimentConfig {
     /// Reward models by name, each with its transform and privacy parameters
     /// (design §5). Every dataset must have every reward model named here.
     pub reward_models: BTreeMap<String, RewardModelSpec>,
-    /// The n grid: `[2, 8, 64]` or `{log2: [1, 12]}`.
-    pub n: NGrid,
+    /// The n grid: `[2, 8, 64]` or `{log2: [1, 12]}`. Required when any
+    /// algorithm is enabled; a config with only an `fsrc:` section needs none.
+    #[serde(default)]
+    pub n: Option<NGrid>,
     #[serde(default = "default_replicates")]
     pub replicates: usize,
     #[serde(default)]
@@ -43,6 +45,9 @@ pub struct ExperimentConfig {
     pub lambda_nodes: usize,
     #[serde(default)]
     pub privacy: PrivacySpec,
+    /// The swept algorithms; absent or empty is allowed only beside an
+    /// `fsrc:` section (run with `privalign fsrc`).
+    #[serde(default)]
     pub algorithms: AlgorithmsSpec,
     #[serde(default)]
     pub fsrc: Option<FsrcSpec>,
@@ -292,7 +297,9 @@ impl Serialize for SplitSpec {
     }
 }
 
-/// The multi-query FSRC experiment (paper `alg:privitp_fsrc`).
+/// The multi-query FSRC experiment (paper `alg:privitp_fsrc`): every
+/// (reward model, σ) runs `seeds` independent prompt streams of PrivITP
+/// queries until the budget is spent.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct FsrcSpec {
@@ -300,17 +307,29 @@ pub struct FsrcSpec {
     pub eps_total: f64,
     /// Candidates per query.
     pub n: usize,
-    /// PrivITP's total σ values (split σ_X = σ_Z = σ/2).
-    pub sigma: Vec<f64>,
+    /// PrivITP's total σ values, split by `split` (required unless `split`
+    /// gives σ_X and σ_Z explicitly).
+    #[serde(default)]
+    pub sigma: Option<Vec<f64>>,
+    /// `half` (σ_X = σ_Z = σ/2, the paper's) or one explicit
+    /// `{sigma_x, sigma_z}` (then `sigma` must be absent).
+    #[serde(default)]
+    pub split: SplitSpec,
     pub beta: f64,
     #[serde(default = "default_l", rename = "L")]
     pub l: f64,
     /// λ̃ clamp; default [0, r_max], which makes ε_max finite.
     #[serde(default)]
     pub clamp: Option<[f64; 2]>,
-    /// Independent runs (seeds) per setting, for mean ± SE.
+    /// Independent runs per (reward model, σ), for mean ± SE. Run k's
+    /// random streams derive from the top-level `seed`, the dataset, the
+    /// reward model and k, so runs are reproducible and independent.
     #[serde(default = "default_fsrc_seeds")]
     pub seeds: usize,
+    /// How each query's candidates are drawn; default the top-level `sampling`.
+    /// `without_replacement` needs `n` ≤ the smallest pool.
+    #[serde(default)]
+    pub sampling: Option<SamplingSpec>,
     /// Reward models to run; default: all of the experiment's.
     #[serde(default)]
     pub reward_models: Option<Vec<String>>,
@@ -318,6 +337,22 @@ pub struct FsrcSpec {
 
 fn default_fsrc_seeds() -> usize {
     5
+}
+
+impl FsrcSpec {
+    /// The (σ_X, σ_Z) pairs of the section, in `sigma` order.
+    pub fn sigma_pairs(&self) -> Vec<(f64, f64)> {
+        match (&self.split, &self.sigma) {
+            (SplitSpec::Explicit { sigma_x, sigma_z }, _) => vec![(*sigma_x, *sigma_z)],
+            (SplitSpec::Half, Some(s)) => s.iter().map(|&s| (s / 2.0, s / 2.0)).collect(),
+            (SplitSpec::Half, None) => Vec::new(),
+        }
+    }
+
+    /// The sampling FSRC's queries use.
+    pub fn sampling_or(&self, top: SamplingSpec) -> SamplingSpec {
+        self.sampling.unwrap_or(top)
+    }
 }
 
 /// What `privalign reproduce` renders after the sweep.

@@ -97,7 +97,13 @@ fn sigmas_and_betas(
             .as_ref()
             .is_none_or(|r| r.iter().any(|x| x == rm))
     {
-        sig.extend(&f.sigma);
+        sig.extend(f.sigma_pairs().iter().flat_map(|&(x, z)| {
+            if f.split == SplitSpec::Half {
+                vec![x + z]
+            } else {
+                vec![x, z]
+            }
+        }));
         beta.push(f.beta);
     }
     let tidy = |mut v: Vec<f64>| {

@@ -75,7 +75,17 @@ pub fn validate(c: &ExperimentConfig) -> Result<()> {
     for (name, rm) in &c.reward_models {
         validate_reward_model(&format!("reward_models.{name}"), rm)?;
     }
-    let ns = c.n.values().map_err(|m| bad("n", m))?;
+    let sweeps = any_algorithm(&c.algorithms);
+    let ns = match &c.n {
+        Some(g) => g.values().map_err(|m| bad("n", m))?,
+        None if sweeps => {
+            return Err(bad(
+                "n",
+                "missing; the algorithms need an n grid, e.g. `n: {log2: [1, 12]}` or `n: [2, 8, 64]`",
+            ));
+        }
+        None => Vec::new(),
+    };
     if c.replicates < 1 {
         return Err(bad("replicates", "must be at least 1"));
     }
@@ -93,6 +103,12 @@ pub fn validate(c: &ExperimentConfig) -> Result<()> {
         return Err(bad(
             "privacy.delta",
             format!("δ must lie in (0, 1), got {d}"),
+        ));
+    }
+    if !sweeps && c.fsrc.is_none() {
+        return Err(bad(
+            "algorithms",
+            "no algorithm is enabled and there is no `fsrc:` section; add at least one of bon, privbon, privbon_gauss, itp, privitp (e.g. `bon: {}`), or an fsrc section",
         ));
     }
     validate_algorithms(&c.algorithms)?;
@@ -153,18 +169,36 @@ fn validate_reward_model(path: &str, rm: &RewardModelSpec) -> Result<()> {
     Ok(())
 }
 
-fn validate_algorithms(a: &AlgorithmsSpec) -> Result<()> {
-    if a.bon.is_none()
-        && a.privbon.is_none()
-        && a.privbon_gauss.is_none()
-        && a.itp.is_none()
-        && a.privitp.is_none()
-    {
-        return Err(bad(
-            "algorithms",
-            "no algorithm is enabled; add at least one of bon, privbon, privbon_gauss, itp, privitp (e.g. `bon: {}`)",
-        ));
+/// Whether the config sweeps any algorithm (else it is an FSRC-only config).
+pub fn any_algorithm(a: &AlgorithmsSpec) -> bool {
+    a.bon.is_some()
+        || a.privbon.is_some()
+        || a.privbon_gauss.is_some()
+        || a.itp.is_some()
+        || a.privitp.is_some()
+}
+
+/// `sigma` and `split` of PrivITP or FSRC (at `path`): `half` needs a σ list,
+/// an explicit split replaces it.
+fn sigma_split(path: &str, split: &SplitSpec, sigma: &Option<Vec<f64>>) -> Result<()> {
+    match (split, sigma) {
+        (SplitSpec::Half, None) => Err(bad(
+            format!("{path}.sigma"),
+            "missing; list the total noise values (σ_X = σ_Z = σ/2), e.g. sigma: [0.5, 1], or give split: {sigma_x: .., sigma_z: ..}",
+        )),
+        (SplitSpec::Half, Some(s)) => positive_sweep(&format!("{path}.sigma"), "σ", s),
+        (SplitSpec::Explicit { .. }, Some(_)) => Err(bad(
+            format!("{path}.sigma"),
+            "cannot be combined with an explicit split {sigma_x, sigma_z}; remove one of them",
+        )),
+        (SplitSpec::Explicit { sigma_x, sigma_z }, None) => {
+            positive(&format!("{path}.split.sigma_x"), "σ_X", *sigma_x)?;
+            positive(&format!("{path}.split.sigma_z"), "σ_Z", *sigma_z)
+        }
     }
+}
+
+fn validate_algorithms(a: &AlgorithmsSpec) -> Result<()> {
     if let Some(s) = &a.privbon {
         positive_sweep("algorithms.privbon.sigma", "σ", &s.sigma)?;
     }
@@ -176,25 +210,7 @@ fn validate_algorithms(a: &AlgorithmsSpec) -> Result<()> {
     }
     if let Some(p) = &a.privitp {
         positive_sweep("algorithms.privitp.beta", "β", &p.beta)?;
-        match (&p.split, &p.sigma) {
-            (SplitSpec::Half, None) => {
-                return Err(bad(
-                    "algorithms.privitp.sigma",
-                    "missing; list the total noise values (σ_X = σ_Z = σ/2), e.g. sigma: [0.5, 1], or give split: {sigma_x: .., sigma_z: ..}",
-                ));
-            }
-            (SplitSpec::Half, Some(s)) => positive_sweep("algorithms.privitp.sigma", "σ", s)?,
-            (SplitSpec::Explicit { .. }, Some(_)) => {
-                return Err(bad(
-                    "algorithms.privitp.sigma",
-                    "cannot be combined with an explicit split {sigma_x, sigma_z}; remove one of them",
-                ));
-            }
-            (SplitSpec::Explicit { sigma_x, sigma_z }, None) => {
-                positive("algorithms.privitp.split.sigma_x", "σ_X", *sigma_x)?;
-                positive("algorithms.privitp.split.sigma_z", "σ_Z", *sigma_z)?;
-            }
-        }
+        sigma_split("algorithms.privitp", &p.split, &p.sigma)?;
         if !(p.l.is_finite() && p.l >= 0.0) {
             return Err(bad(
                 "algorithms.privitp.L",
@@ -213,7 +229,7 @@ fn validate_fsrc(f: &FsrcSpec, c: &ExperimentConfig) -> Result<()> {
     if f.n < 1 {
         return Err(bad("fsrc.n", "n must be at least 1"));
     }
-    positive_sweep("fsrc.sigma", "σ", &f.sigma)?;
+    sigma_split("fsrc", &f.split, &f.sigma)?;
     positive("fsrc.beta", "β", f.beta)?;
     if !(f.l.is_finite() && f.l >= 0.0) {
         return Err(bad(
@@ -225,7 +241,10 @@ fn validate_fsrc(f: &FsrcSpec, c: &ExperimentConfig) -> Result<()> {
         interval("fsrc.clamp", lo, hi)?;
     }
     if f.seeds < 1 {
-        return Err(bad("fsrc.seeds", "must be at least 1"));
+        return Err(bad(
+            "fsrc.seeds",
+            "must be at least 1 (independent runs per reward model and σ)",
+        ));
     }
     if let Some(rms) = &f.reward_models {
         if rms.is_empty() {
@@ -242,6 +261,39 @@ fn validate_fsrc(f: &FsrcSpec, c: &ExperimentConfig) -> Result<()> {
                     format!(
                         "`{r}` is not one of the experiment's reward_models ({}); add it there or fix the name",
                         known.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    fsrc_budget_fits(f, c)
+}
+
+/// ε_total must pay for at least one query at its worst case ε_max (the FSRC
+/// filter answers while ε_spent + ε_max < ε_total), or the run answers nothing.
+fn fsrc_budget_fits(f: &FsrcSpec, c: &ExperimentConfig) -> Result<()> {
+    use crate::privacy::accountant::{PrivacyParams, privitp_eps_max};
+    for (name, rm) in &c.reward_models {
+        if f.reward_models.as_ref().is_some_and(|r| !r.contains(name)) {
+            continue;
+        }
+        let r_max = rm.transform.r_max;
+        let pr = PrivacyParams {
+            r_max,
+            delta_r: rm.delta_r.unwrap_or(r_max),
+            delta: c.privacy.delta,
+            paper_eps1: c.privacy.paper_eps1,
+        };
+        let clamp = f.clamp.map(|[lo, hi]| (lo, hi)).unwrap_or((0.0, r_max));
+        for (sx, sz) in f.sigma_pairs() {
+            let eps_max =
+                privitp_eps_max(pr.phase1_eps(sx), clamp, sz, r_max, pr.delta_r, f.l, f.n);
+            if eps_max.is_nan() || eps_max >= f.eps_total {
+                return Err(bad(
+                    "fsrc.eps_total",
+                    format!(
+                        "ε_total = {} does not cover one query: at σ_X = {sx}, σ_Z = {sz} on reward model `{name}` a query can cost ε_max = {eps_max:.4}; raise eps_total or σ",
+                        f.eps_total
                     ),
                 ));
             }

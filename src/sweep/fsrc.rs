@@ -31,6 +31,8 @@ use crate::select::pool::Pool;
 pub struct FsrcParams {
     pub eps_total: f64,
     pub n: usize,
+    /// How each query's n candidates are drawn from the prompt's pool.
+    pub sampling: Sampling,
     /// PrivITP's parameters; `clamp: None` means [0, R_max].
     pub privitp: PrivItpParams,
     pub privacy: PrivacyParams,
@@ -73,7 +75,7 @@ pub fn run_fsrc(pools: &[Pool], p: &FsrcParams, seed: u64) -> FsrcRun {
     let cfg = EngineConfig {
         algorithms: vec![Algorithm::PrivItp(privitp)],
         replicates: 1,
-        sampling: Sampling::WithReplacement,
+        sampling: p.sampling,
         estimator: Estimator::Sampled,
         lambda_noise: LambdaNoise::Sampled,
         privacy: pr,

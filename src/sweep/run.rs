@@ -29,11 +29,11 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::engine::{Batches, PrivItpParams, run_item};
+use super::engine::{Batches, PrivItpParams, Sampling, run_item};
 use super::fsrc::{FsrcParams, run_fsrc};
 use super::seed::{StreamKey, stable_id};
 use super::transform::{self, AppliedTransform};
-use crate::config::{Experiment, ExperimentConfig, ResolvedDataset, RewardModel};
+use crate::config::{Experiment, ExperimentConfig, ResolvedDataset, RewardModel, SamplingSpec};
 use crate::data::prepared::{PreparedDataset, SCORES_FILE};
 use crate::error::input_error;
 use crate::fsutil::{sha256_file, write_atomic};
@@ -200,19 +200,25 @@ pub fn fsrc_rows(
     {
         return Vec::new();
     }
-    let jobs: Vec<(f64, usize)> = f
-        .sigma
-        .iter()
-        .flat_map(|&s| (0..f.seeds).map(move |k| (s, k)))
+    let jobs: Vec<((f64, f64), usize)> = f
+        .sigma_pairs()
+        .into_iter()
+        .flat_map(|s| (0..f.seeds).map(move |k| (s, k)))
         .collect();
+    let sampling = match f.sampling_or(exp.config.sampling) {
+        SamplingSpec::WithReplacement => Sampling::WithReplacement,
+        SamplingSpec::WithoutReplacement => Sampling::WithoutReplacement,
+    };
     jobs.par_iter()
-        .map(|&(sigma, k)| {
+        .map(|&((sigma_x, sigma_z), k)| {
+            let sigma = sigma_x + sigma_z;
             let params = FsrcParams {
                 eps_total: f.eps_total,
                 n: f.n,
+                sampling,
                 privitp: PrivItpParams {
-                    sigma_x: sigma / 2.0,
-                    sigma_z: sigma / 2.0,
+                    sigma_x,
+                    sigma_z,
                     beta: f.beta,
                     l: f.l,
                     clamp: f.clamp.map(|[lo, hi]| (lo, hi)),
