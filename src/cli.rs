@@ -46,6 +46,8 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Sweep, then render every table and plot the config's `reports` section asks for.
     Reproduce(SweepArgs),
+    /// Run a sweep on a Slurm cluster: a job array of shards plus a dependent merge job.
+    Slurm(Box<SlurmArgs>),
     /// Run only the config's `fsrc` section (multi-query FSRC composition) and print its table.
     Fsrc(FsrcArgs),
     /// Render one of the paper's tables from results directories (LaTeX by default).
@@ -184,6 +186,48 @@ pub struct SweepArgs {
     /// Never draw a progress bar (one status line per stage instead).
     #[arg(long)]
     pub no_progress: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SlurmArgs {
+    /// Experiment config (YAML), e.g. experiments/demo.yaml.
+    pub config: PathBuf,
+    /// Number of shards N (array tasks 0 … N-1).
+    #[arg(long, value_name = "N")]
+    pub shards: usize,
+    /// Submission directory: DIR/shards/K, DIR/results, DIR/slurm (scripts, logs, job ids).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Override a config key in every shard, as for sweep (repeatable).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub sets: Vec<String>,
+    /// Slurm partition (#SBATCH --partition).
+    #[arg(long, value_name = "P")]
+    pub partition: Option<String>,
+    /// Time limit per array task, e.g. 02:00:00 (#SBATCH --time).
+    #[arg(long, value_name = "T")]
+    pub time: Option<String>,
+    /// CPUs per array task, used as the shard's --threads (default 1).
+    #[arg(long, value_name = "C")]
+    pub cpus_per_task: Option<usize>,
+    /// Memory per array task, e.g. 4G (#SBATCH --mem).
+    #[arg(long, value_name = "M")]
+    pub mem: Option<String>,
+    /// Account to charge (#SBATCH --account).
+    #[arg(long, value_name = "A")]
+    pub account: Option<String>,
+    /// An extra #SBATCH line for both scripts, e.g. --sbatch-line=--qos=high (repeatable).
+    #[arg(long = "sbatch-line", value_name = "LINE", allow_hyphen_values = true)]
+    pub sbatch_lines: Vec<String>,
+    /// Submit the array held; release it with `scontrol release JOBID`.
+    #[arg(long)]
+    pub hold: bool,
+    /// Print the scripts and the sbatch commands; write and submit nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Resubmit only the missing or unfinished shards, plus a new merge job.
+    #[arg(long)]
+    pub resume: bool,
 }
 
 #[derive(Debug, Args)]
@@ -772,6 +816,24 @@ pub fn run(cli: Cli) -> Result<()> {
                 png.display(),
                 png.with_extension("svg").display()
             );
+        }
+        Command::Slurm(a) => {
+            let a = *a;
+            pipeline::slurm(&crate::slurm::SlurmOptions {
+                config: a.config,
+                sets: a.sets,
+                shards: a.shards,
+                out: a.out,
+                partition: a.partition,
+                time: a.time,
+                cpus_per_task: a.cpus_per_task,
+                mem: a.mem,
+                account: a.account,
+                sbatch_lines: a.sbatch_lines,
+                hold: a.hold,
+                dry_run: a.dry_run,
+                resume: a.resume,
+            })?;
         }
         Command::Fsrc(a) => {
             let table = pipeline::fsrc(&experiment_options(&a.exp, false, false)?)?;

@@ -17,4 +17,6 @@ pub mod privacy;
 pub mod report;
 pub mod results;
 pub mod select;
+pub mod shard;
+pub mod slurm;
 pub mod sweep;

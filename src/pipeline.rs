@@ -157,6 +157,15 @@ pub fn reproduce(o: &ExperimentOptions) -> Result<()> {
     Ok(())
 }
 
+/// `privalign slurm`: validate the config (a typo must not cost a cluster
+/// allocation), then write and submit the scripts.
+pub fn slurm(o: &crate::slurm::SlurmOptions) -> Result<()> {
+    let exp = load_experiment(&o.config, &o.sets)?;
+    let outcome = crate::slurm::submit(o, &exp.name)?;
+    print!("{}", crate::slurm::report(&outcome));
+    Ok(())
+}
+
 /// `privalign plot`.
 pub fn plot(dirs: &[PathBuf], o: &PlotOptions, out: &Path) -> Result<PathBuf> {
     let set = read_results_set(dirs)?;

@@ -1,0 +1,76 @@
+//! `shard.yaml`: what a shard directory holds and whether it is complete.
+//!
+//! A shard directory (`privalign sweep --shard K/N`) is not a results
+//! directory: it holds shard K's unit files and this manifest. The manifest
+//! is rewritten (atomically) when the shard starts and again, with
+//! `finished: true`, after its last unit file is on disk, so `merge` and
+//! `privalign slurm --resume` can tell a finished shard from an interrupted
+//! one without reading its data.
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+use crate::bail_input;
+
+pub const SHARD_MANIFEST: &str = "shard.yaml";
+/// The `format` key of a shard manifest; a different value is refused.
+pub const SHARD_FORMAT: &str = "privalign-shard/v1";
+
+/// One dataset's identity as the shard saw it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardDataset {
+    pub name: String,
+    pub scores_sha256: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ShardManifest {
+    pub format: String,
+    pub experiment: String,
+    pub privalign_version: String,
+    /// The config hash of the one-machine sweep (same recipe): shards of one
+    /// sweep share it, and the merged manifest records it.
+    pub config_hash: String,
+    pub datasets: Vec<ShardDataset>,
+    /// K of `--shard K/N` (0-based).
+    pub shard: usize,
+    /// N of `--shard K/N`.
+    pub shards: usize,
+    /// The units this shard holds (their file names in the shard directory).
+    pub units: Vec<String>,
+    /// Whether this shard runs the FSRC section.
+    pub fsrc: bool,
+    /// Every unit (and the FSRC file, when `fsrc`) is on disk.
+    pub finished: bool,
+    // Run-specific fields (they differ between runs of the same shard).
+    pub threads: usize,
+    pub host: Option<String>,
+    pub slurm_job_id: Option<String>,
+    pub seconds: f64,
+}
+
+/// Read `dir/shard.yaml`: `Ok(None)` when it does not exist.
+pub fn read_shard_manifest(dir: &Path) -> Result<Option<ShardManifest>> {
+    let path = dir.join(SHARD_MANIFEST);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let m: ShardManifest = match yaml_serde::from_str(&text) {
+        Ok(m) => m,
+        Err(e) => bail_input!(
+            "{}: not a shard manifest ({e}); the shard directory is damaged — remove it and rerun its shard",
+            path.display()
+        ),
+    };
+    if m.format != SHARD_FORMAT {
+        bail_input!(
+            "{}: format `{}`, this privalign reads `{SHARD_FORMAT}`; rerun the shard with this version",
+            path.display(),
+            m.format
+        );
+    }
+    Ok(Some(m))
+}
