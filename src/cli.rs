@@ -85,7 +85,7 @@ pub struct CheckArgs {
     /// Also evaluate the paper's claims from this file, e.g. experiments/paper-claims.yaml.
     #[arg(long, value_name = "FILE")]
     pub claims: Option<PathBuf>,
-    /// Worker threads for --recompute.
+    /// Worker threads for --recompute (0 or omitted: one per core; at most 1024).
     #[arg(long, value_name = "K")]
     pub threads: Option<usize>,
 }
@@ -168,7 +168,7 @@ pub struct ExperimentArgs {
     /// Results directory (default: results/<experiment name>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Worker threads (default: all cores). Results do not depend on it.
+    /// Worker threads (0 or omitted: one per core; at most 1024). Results do not depend on it.
     #[arg(long, value_name = "K")]
     pub threads: Option<usize>,
     /// Override a config key, e.g. --set algorithms.privbon.sigma=[0.5,1] (repeatable).
@@ -789,7 +789,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 recompute: a.recompute,
                 update: a.update,
                 claims: a.claims.clone(),
-                threads: a.threads,
+                threads: crate::threads::resolve_threads("--threads", a.threads)?,
             })?;
         }
         Command::Plot(a) => {
@@ -848,16 +848,11 @@ fn experiment_options(
     resume: bool,
     progress: bool,
 ) -> Result<ExperimentOptions> {
-    if a.threads == Some(0) {
-        bail_input!(
-            "--threads 0: give at least 1 worker thread, or omit --threads to use every core"
-        );
-    }
     Ok(ExperimentOptions {
         config: a.config.clone(),
         sets: a.sets.clone(),
         out: a.out.clone(),
-        threads: a.threads,
+        threads: crate::threads::resolve_threads("--threads", a.threads)?,
         resume,
         progress,
     })

@@ -538,7 +538,7 @@ fn nested_jsonl_errors_name_the_line() {
             "line 1 (prompt \"a\", response 1)",
         ],
     );
-    std::fs::write(&p, "{\"prompt\":\"a\",\"responses\":[]}\nnot json\n").unwrap();
+    std::fs::write(&p, "{\"prompt\":\"a\",\"responses\":[{\"is_correct\":1,\"proxy_reward\":0.5},{\"is_correct\":0,\"proxy_reward\":0.1}]}\nnot json\n").unwrap();
     expect_bad(d.path(), &args, &["n.jsonl: line 2: not valid JSON"]);
 }
 

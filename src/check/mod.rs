@@ -244,14 +244,21 @@ pub fn check(o: &CheckOptions) -> Result<CheckReport> {
     } else {
         (read_results_set(std::slice::from_ref(&o.results))?, None)
     };
+    // Only a reference that does not exist may be created; one that exists
+    // but cannot be read (permissions, a directory, not UTF-8) or parsed is
+    // never overwritten, `--update` or not.
     let old: Option<Reference> = match std::fs::read_to_string(&ref_path) {
         Ok(t) => Some(yaml_serde::from_str(&t).map_err(|e| {
             crate::error::input_error(format!(
-                "{}: not a valid reference file ({e})",
+                "{}: not a valid reference file ({e}); fix it or move it away (nothing was written)",
                 ref_path.display()
             ))
         })?),
-        Err(_) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => crate::bail_input!(
+            "{}: cannot read the reference file ({e}); fix its permissions or move it away (nothing was written)",
+            ref_path.display()
+        ),
     };
     if o.update {
         let new = match &old {

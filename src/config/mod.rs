@@ -10,6 +10,7 @@
 //!    grid fits the pools ([`resolve`]).
 
 pub mod grid;
+pub mod hash;
 pub mod overrides;
 pub mod resolve;
 pub mod types;

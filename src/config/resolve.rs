@@ -120,6 +120,15 @@ impl Experiment {
                     dir.display()
                 ))
             })?;
+            let scores = dir.join(crate::data::prepared::SCORES_FILE);
+            if !scores.is_file() {
+                return Err(input_error(format!(
+                    "datasets[{i}].path: {} is missing; the prepared dataset {} is incomplete — re-run `privalign ingest … --out {} --force`",
+                    scores.display(),
+                    dir.display(),
+                    dir.display()
+                )));
+            }
             let ds_name = d.name.clone().unwrap_or_else(|| manifest.name.clone());
             if !names.insert(ds_name.clone()) {
                 return Err(input_error(format!(

@@ -12,6 +12,7 @@
 pub mod describe;
 pub mod ingest;
 pub mod nested_jsonl;
+pub mod open;
 pub mod prepared;
 pub mod read;
 pub mod synth;

@@ -101,6 +101,14 @@ pub fn read_nested_jsonl(path: &Path, keys: &NestedKeys) -> Result<DataFrame> {
                 keys.responses
             );
         };
+        // A prompt with no responses would otherwise vanish from the dataset
+        // without a word; with one it fails the "at least 2" check later.
+        if responses.is_empty() {
+            bail_input!(
+                "{name}: line {lineno} (prompt {prompt:?}): {:?} is empty; every prompt needs at least 2 responses — add them or remove the line",
+                keys.responses
+            );
+        }
         for (j, resp) in responses.iter().enumerate() {
             let at = || format!("{name}: line {lineno}, response index {j} (prompt {prompt:?})");
             let Some(r) = resp.as_object() else {

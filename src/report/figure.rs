@@ -134,30 +134,55 @@ impl Figure {
         let size = self.size();
         let png = stem.with_extension("png");
         let svg = stem.with_extension("svg");
-        // Hidden temporaries keep the extension (the PNG encoder needs it).
-        let tmp = |ext: &str| {
+        // An existing <stem>.png/.svg that is a symbolic link is written
+        // through (the link is kept), as for every other output; the hidden
+        // temporaries sit beside the real destination and keep the extension
+        // (the PNG encoder needs it).
+        let (png_dest, svg_dest) = (
+            crate::fsutil::resolve_link(&png)?,
+            crate::fsutil::resolve_link(&svg)?,
+        );
+        let tmp = |dest: &Path| {
+            let ext = dest.extension().map(|e| e.to_string_lossy().into_owned());
             let name = stem
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            stem.with_file_name(format!(".{name}.tmp-{}.{ext}", std::process::id()))
+            dest.with_file_name(format!(
+                ".{name}.tmp-{}.{}",
+                std::process::id(),
+                ext.unwrap_or_default()
+            ))
         };
-        let (tmp_png, tmp_svg) = (tmp("png"), tmp("svg"));
-        {
-            let root = BitMapBackend::new(&tmp_png, size).into_drawing_area();
-            self.draw(&root)?;
-            root.present()
-                .map_err(|e| anyhow!("rendering {}: {e:?}", png.display()))?;
+        let (tmp_png, tmp_svg) = (tmp(&png_dest), tmp(&svg_dest));
+        let result = (|| -> Result<()> {
+            // Probe that the directory is writable, so the error names the
+            // user's file rather than the encoder's failure on a temporary.
+            std::fs::File::create(&tmp_png)
+                .map_err(|e| crate::fsutil::output_error(&png, "creating a temporary file", e))?;
+            {
+                let root = BitMapBackend::new(&tmp_png, size).into_drawing_area();
+                self.draw(&root)?;
+                root.present()
+                    .map_err(|e| anyhow!("rendering {}: {e:?}", png.display()))?;
+            }
+            {
+                let root = SVGBackend::new(&tmp_svg, size).into_drawing_area();
+                self.draw(&root)?;
+                root.present()
+                    .map_err(|e| anyhow!("rendering {}: {e:?}", svg.display()))?;
+            }
+            for (t, dest, f) in [(&tmp_png, &png_dest, &png), (&tmp_svg, &svg_dest, &svg)] {
+                std::fs::rename(t, dest)
+                    .map_err(|e| crate::fsutil::output_error(f, "renaming it into place", e))?;
+            }
+            Ok(())
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp_png);
+            let _ = std::fs::remove_file(&tmp_svg);
         }
-        {
-            let root = SVGBackend::new(&tmp_svg, size).into_drawing_area();
-            self.draw(&root)?;
-            root.present()
-                .map_err(|e| anyhow!("rendering {}: {e:?}", svg.display()))?;
-        }
-        std::fs::rename(&tmp_png, &png)?;
-        std::fs::rename(&tmp_svg, &svg)?;
-        Ok(())
+        result
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {

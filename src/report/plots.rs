@@ -541,7 +541,16 @@ pub fn stem(kind: PlotKind) -> &'static str {
 /// Render `o.kind` into `dir/<kind>.png` and `.svg`; returns the PNG path.
 pub fn plot(set: &ResultsSet, o: &PlotOptions, dir: &Path) -> Result<PathBuf> {
     let fig = build(set, o)?;
-    std::fs::create_dir_all(dir)?;
+    let dir = &crate::fsutil::resolve_link(dir)?;
+    if dir.exists() && !dir.is_dir() {
+        bail_input!(
+            "{}: is a file, not a directory; plot --out takes a directory (the plot is written to DIR/{}.png and .svg) — choose a directory",
+            dir.display(),
+            stem(o.kind)
+        );
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| crate::fsutil::output_error(dir, "creating the plot directory", e))?;
     let s = dir.join(stem(o.kind));
     fig.save(&s)?;
     Ok(s.with_extension("png"))

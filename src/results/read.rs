@@ -2,7 +2,7 @@
 //! `check`). A directory counts as finished only when its `manifest.yaml`
 //! exists (the sweep writes it last).
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -93,10 +93,20 @@ pub fn read_results(dir: &Path) -> Result<ResultsDir> {
             spath.display()
         )));
     }
-    let summary = read_summary(&spath).with_context(|| format!("reading {}", spath.display()))?;
+    // A file the manifest vouches for that cannot be decoded (truncated,
+    // replaced, wrong columns) is the results directory's fault: exit 2.
+    let damaged = |path: &Path, e: anyhow::Error| {
+        input_error(format!(
+            "{}: cannot be read ({e:#}); the results in {} are damaged — re-run `privalign sweep CONFIG --out {}`",
+            path.display(),
+            dir.display(),
+            dir.display()
+        ))
+    };
+    let summary = read_summary(&spath).map_err(|e| damaged(&spath, e))?;
     let fpath = dir.join(FSRC_FILE);
     let fsrc = if fpath.exists() {
-        read_fsrc(&fpath)?
+        read_fsrc(&fpath).map_err(|e| damaged(&fpath, e))?
     } else {
         Vec::new()
     };

@@ -22,7 +22,6 @@
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::IsTerminal;
@@ -33,7 +32,8 @@ use super::engine::{Batches, PrivItpParams, Sampling, run_item};
 use super::fsrc::{FsrcParams, run_fsrc};
 use super::seed::{StreamKey, stable_id};
 use super::transform::{self, AppliedTransform};
-use crate::config::{Experiment, ExperimentConfig, ResolvedDataset, RewardModel, SamplingSpec};
+use crate::config::{Experiment, ResolvedDataset, RewardModel, SamplingSpec};
+use crate::data::open::{load_prepared, scores_sha256};
 use crate::data::prepared::{PreparedDataset, SCORES_FILE};
 use crate::error::input_error;
 use crate::fsutil::{sha256_file, write_atomic};
@@ -72,27 +72,7 @@ pub struct SweepOutcome {
     pub up_to_date: bool,
 }
 
-/// The hash that decides whether finished work can be reused: the resolved
-/// config without its `reports` and `fsrc` sections (they do not change the
-/// cells), the privalign version, and every dataset's name and scores hash.
-pub fn config_hash(config: &ExperimentConfig, datasets: &[(String, String)]) -> Result<String> {
-    let mut c = config.clone();
-    c.reports = Default::default();
-    c.fsrc = None;
-    c.name = None;
-    c.description = None;
-    let mut h = Sha256::new();
-    h.update(b"privalign-sweep/v1\0");
-    h.update(env!("CARGO_PKG_VERSION").as_bytes());
-    h.update(serde_json::to_vec(&c)?);
-    for (name, sha) in datasets {
-        h.update([0]);
-        h.update(name.as_bytes());
-        h.update([0]);
-        h.update(sha.as_bytes());
-    }
-    Ok(hex::encode(h.finalize()))
-}
+pub use crate::config::hash::config_hash;
 
 fn git_commit() -> Option<String> {
     let out = std::process::Command::new("git")
@@ -284,9 +264,10 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
     let hashing = Instant::now();
     let mut ds_hashes = Vec::new();
     for d in &exp.datasets {
-        ds_hashes.push((d.name.clone(), sha256_file(&d.dir.join(SCORES_FILE))?));
+        ds_hashes.push((d.name.clone(), scores_sha256(&d.dir)?));
     }
     let hash = config_hash(&exp.config, &ds_hashes)?;
+    let chunks_hash = crate::config::hash::cells_hash(&exp.config, &ds_hashes)?;
     stages.insert("hash_inputs".into(), hashing.elapsed().as_secs_f64());
 
     fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
@@ -304,7 +285,7 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
     let partial = out.join(PARTIAL_DIR);
     if opts.resume && partial.exists() {
         let old = fs::read_to_string(partial.join(HASH_FILE)).unwrap_or_default();
-        if old.trim() != hash {
+        if old.trim() != chunks_hash {
             return Err(input_error(format!(
                 "{}: the unfinished run there was made with a different config or data (config hash {} ≠ {}); rerun without --resume to start over",
                 partial.display(),
@@ -313,7 +294,7 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
                 } else {
                     old.trim()
                 },
-                hash
+                chunks_hash
             )));
         }
     } else if partial.exists() {
@@ -321,7 +302,7 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
             .with_context(|| format!("removing the stale {}", partial.display()))?;
     }
     fs::create_dir_all(&partial).with_context(|| format!("creating {}", partial.display()))?;
-    write_atomic(&partial.join(HASH_FILE), hash.as_bytes())?;
+    write_atomic(&partial.join(HASH_FILE), chunks_hash.as_bytes())?;
     for f in [MANIFEST_FILE, CELLS_FILE, SUMMARY_FILE, FSRC_FILE] {
         remove_if_exists(&out.join(f))?;
     }
@@ -351,7 +332,7 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
             ds.dir.display()
         ));
         let t = Instant::now();
-        let data = PreparedDataset::load(&ds.dir)?;
+        let data = load_prepared(&ds.dir)?;
         t_load += t.elapsed().as_secs_f64();
         gen_seconds.push(
             data.gen_seconds
@@ -533,7 +514,7 @@ pub fn fsrc_only(exp: &Experiment, threads: usize) -> Result<Vec<FsrcRow>> {
     pool.install(|| {
         let mut rows = Vec::new();
         for ds in &exp.datasets {
-            let data = PreparedDataset::load(&ds.dir)?;
+            let data = load_prepared(&ds.dir)?;
             for rm in &exp.reward_models {
                 let (pools, _) = build_pools(&data, ds, rm)?;
                 rows.extend(fsrc_rows(exp, ds, rm, &pools));
