@@ -72,6 +72,7 @@ impl ResultsSet {
 
 /// Read `dir`'s manifest and summary (and FSRC runs when present).
 pub fn read_results(dir: &Path) -> Result<ResultsDir> {
+    refuse_shard_dir(dir)?;
     let mpath = dir.join(MANIFEST_FILE);
     let text = std::fs::read_to_string(&mpath).map_err(|_| {
         input_error(format!(
@@ -116,6 +117,26 @@ pub fn read_results(dir: &Path) -> Result<ResultsDir> {
         summary,
         fsrc,
     })
+}
+
+/// A shard directory (`sweep --shard K/N`) holds part of a sweep: reporting
+/// on it would present a slice of the prompts as the whole. Point to merge.
+fn refuse_shard_dir(dir: &Path) -> Result<()> {
+    use crate::shard::manifest::{SHARD_MANIFEST, read_shard_manifest};
+    if !dir.join(SHARD_MANIFEST).exists() {
+        return Ok(());
+    }
+    let what = match read_shard_manifest(dir) {
+        Ok(Some(m)) => format!(
+            "shard {}/{} of experiment `{}`",
+            m.shard, m.shards, m.experiment
+        ),
+        _ => "a shard".to_string(),
+    };
+    Err(input_error(format!(
+        "{}: is a shard directory ({what}), not a results directory; combine all shards first with `privalign merge SHARD_DIR... --out RESULTS` and use RESULTS",
+        dir.display()
+    )))
 }
 
 /// Read several results directories.

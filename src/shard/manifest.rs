@@ -74,3 +74,34 @@ pub fn read_shard_manifest(dir: &Path) -> Result<Option<ShardManifest>> {
     }
     Ok(Some(m))
 }
+
+/// A minimal manifest for unit tests of the modules that read manifests.
+#[cfg(test)]
+pub(crate) fn test_manifest(k: usize, n: usize, finished: bool) -> ShardManifest {
+    ShardManifest {
+        format: SHARD_FORMAT.into(),
+        experiment: "demo".into(),
+        privalign_version: "0".into(),
+        config_hash: "h".into(),
+        datasets: vec![ShardDataset {
+            name: "d".into(),
+            scores_sha256: "s".into(),
+        }],
+        shard: k,
+        shards: n,
+        units: vec![],
+        fsrc: false,
+        finished,
+        threads: 1,
+        host: None,
+        slurm_job_id: None,
+        seconds: 0.0,
+    }
+}
+
+/// Write `m` as `dir/shard.yaml` (tests).
+#[cfg(test)]
+pub(crate) fn write_test_manifest(dir: &Path, m: &ShardManifest) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join(SHARD_MANIFEST), yaml_serde::to_string(m).unwrap()).unwrap();
+}

@@ -4,6 +4,8 @@
 //!
 //! * [`spec`] parses `--shard K/N`.
 //! * [`manifest`] is a shard directory's `shard.yaml`.
+//! * [`verify`] checks that merge's inputs are the N finished shards of one sweep.
 
 pub mod manifest;
 pub mod spec;
+pub mod verify;

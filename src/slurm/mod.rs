@@ -455,7 +455,7 @@ pub fn report(o: &Outcome) -> String {
 mod tests {
     use super::*;
     use crate::error::{EXIT_BAD_INPUT, exit_code};
-    use crate::shard::manifest::{SHARD_FORMAT, SHARD_MANIFEST, ShardManifest};
+    use crate::shard::manifest::{test_manifest, write_test_manifest};
     use std::path::Path;
 
     #[test]
@@ -532,25 +532,7 @@ mod tests {
     }
 
     fn write_shard(root: &Path, k: usize, n: usize, finished: bool) {
-        let dir = Layout::new(root).shard(k);
-        fs::create_dir_all(&dir).unwrap();
-        let m = ShardManifest {
-            format: SHARD_FORMAT.into(),
-            experiment: "demo".into(),
-            privalign_version: "0".into(),
-            config_hash: "h".into(),
-            datasets: vec![],
-            shard: k,
-            shards: n,
-            units: vec![],
-            fsrc: false,
-            finished,
-            threads: 1,
-            host: None,
-            slurm_job_id: None,
-            seconds: 0.0,
-        };
-        fs::write(dir.join(SHARD_MANIFEST), yaml_serde::to_string(&m).unwrap()).unwrap();
+        write_test_manifest(&Layout::new(root).shard(k), &test_manifest(k, n, finished));
     }
 
     /// `--resume` resubmits exactly the missing and unfinished shards.
