@@ -56,6 +56,8 @@ pub enum Command {
     Plot(PlotArgs),
     /// Compare results with their reference numbers (and the paper's claims); non-zero exit if any moved.
     Check(CheckArgs),
+    /// Audit a mechanism's privacy: claimed vs exact vs empirical ε on worst-case neighbouring inputs.
+    Audit(Box<crate::audit::command::AuditArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -120,6 +122,8 @@ pub enum PlotKindArg {
     Beta,
     PrivacyUtility,
     Fsrc,
+    /// Claimed vs exact vs empirical ε against σ (from `privalign audit`'s audit.json).
+    Audit,
 }
 
 #[derive(Debug, Args)]
@@ -158,6 +162,8 @@ pub enum TableKindArg {
     Budget,
     Fsrc,
     Generation,
+    /// Claimed vs exact vs empirical ε (from `privalign audit`'s audit.json).
+    Audit,
 }
 
 /// The experiment config and the settings shared by sweep, reproduce and fsrc.
@@ -757,22 +763,26 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Table(a) => {
             let kind = match a.kind {
-                TableKindArg::Lift => TableKind::Lift,
-                TableKindArg::Winrate => TableKind::Winrate,
-                TableKindArg::Budget => TableKind::Budget,
-                TableKindArg::Fsrc => TableKind::Fsrc,
-                TableKindArg::Generation => TableKind::Generation,
+                TableKindArg::Lift => Some(TableKind::Lift),
+                TableKindArg::Winrate => Some(TableKind::Winrate),
+                TableKindArg::Budget => Some(TableKind::Budget),
+                TableKindArg::Fsrc => Some(TableKind::Fsrc),
+                TableKindArg::Generation => Some(TableKind::Generation),
+                TableKindArg::Audit => None, // read from audit.json
             };
-            let table = pipeline::table(
-                &a.results,
-                &TableOptions {
-                    kind,
-                    n: a.n,
-                    sigma: a.sigma,
-                    beta: a.beta,
-                    bold_best: a.bold_best,
-                },
-            )?;
+            let table = match kind {
+                None => crate::audit::view::table(&a.results)?,
+                Some(kind) => pipeline::table(
+                    &a.results,
+                    &TableOptions {
+                        kind,
+                        n: a.n,
+                        sigma: a.sigma,
+                        beta: a.beta,
+                        bold_best: a.bold_best,
+                    },
+                )?,
+            };
             let text = table.render(a.format);
             match &a.out {
                 Some(path) => {
@@ -794,23 +804,27 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Plot(a) => {
             let kind = match a.kind {
-                PlotKindArg::Scaling => PlotKind::Scaling,
-                PlotKindArg::Sigma => PlotKind::Sigma,
-                PlotKindArg::Beta => PlotKind::Beta,
-                PlotKindArg::PrivacyUtility => PlotKind::PrivacyUtility,
-                PlotKindArg::Fsrc => PlotKind::Fsrc,
+                PlotKindArg::Scaling => Some(PlotKind::Scaling),
+                PlotKindArg::Sigma => Some(PlotKind::Sigma),
+                PlotKindArg::Beta => Some(PlotKind::Beta),
+                PlotKindArg::PrivacyUtility => Some(PlotKind::PrivacyUtility),
+                PlotKindArg::Fsrc => Some(PlotKind::Fsrc),
+                PlotKindArg::Audit => None, // read from audit.json
             };
             let out = a.out.clone().unwrap_or_else(|| a.results[0].join("plots"));
-            let png = pipeline::plot(
-                &a.results,
-                &PlotOptions {
-                    kind,
-                    n: a.n,
-                    sigma: a.sigma,
-                    beta: a.beta,
-                },
-                &out,
-            )?;
+            let png = match kind {
+                None => crate::audit::view::plot(&a.results, &out)?,
+                Some(kind) => pipeline::plot(
+                    &a.results,
+                    &PlotOptions {
+                        kind,
+                        n: a.n,
+                        sigma: a.sigma,
+                        beta: a.beta,
+                    },
+                    &out,
+                )?,
+            };
             println!(
                 "wrote {} and {}",
                 png.display(),
@@ -839,6 +853,7 @@ pub fn run(cli: Cli) -> Result<()> {
             let table = pipeline::fsrc(&experiment_options(&a.exp, false, false)?)?;
             print!("{}", table.render(a.format));
         }
+        Command::Audit(a) => crate::audit::command::run(&a)?,
     }
     Ok(())
 }

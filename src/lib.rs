@@ -6,6 +6,7 @@
 //! Module dependencies point downwards: `cli` → `data`, `sweep` → `select` →
 //! `privacy`, with `error` and `fsutil` shared.
 
+pub mod audit;
 pub mod check;
 pub mod cli;
 pub mod config;
