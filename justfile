@@ -33,3 +33,10 @@ bench:
     bash benches/ingest_paper.sh
     cargo bench --bench engine
     bash benches/sweep.sh
+
+# Privacy audit benchmark: one setting per mechanism at 10^6 runs per input (paper's n = 16,
+# Δ_r = 0.39, σ = 0.5), wall time and peak RSS of each, then the whole budget-table audit.
+bench-audit:
+    cargo build --release
+    for m in privbon privbon-gauss privitp fsrc; do /usr/bin/time -f "$m: %e s wall, %M KB peak RSS" target/release/privalign audit --mechanism $m --sigma 0.5 --n 16 --delta-r 0.39 --trials 1000000 > /dev/null; done
+    /usr/bin/time -f "experiments/audit.yaml: %e s wall, %M KB peak RSS" target/release/privalign audit --config experiments/audit.yaml
