@@ -351,6 +351,9 @@ pub struct IngestArgs {
     /// Column of per-response generation seconds (default: `gen_seconds` when present).
     #[arg(long, value_name = "COLUMN", help_heading = "Form 2: flat table")]
     pub gen_seconds_col: Option<String>,
+    /// Field separator of a delimited text table (default ',' for .csv, tab for .tsv), e.g. ';'.
+    #[arg(long, value_name = "CHAR", help_heading = "Form 2: flat table")]
+    pub separator: Option<String>,
 
     /// Form 3: the paper's nested JSONL, one {"prompt", "responses": [...]} record per line.
     #[arg(long, value_name = "FILE", help_heading = "Form 3: nested JSONL")]
@@ -459,16 +462,28 @@ fn parse_named(flag: &str, s: &str, bare_ok: bool) -> Result<(String, String)> {
     bail_input!("{flag} {s:?}: expected NAME=VALUE, e.g. {flag} armo=...")
 }
 
+/// `--separator`: one ASCII character; `\t` or `tab` for a tab.
+fn parse_separator(s: &str) -> Result<u8> {
+    match s {
+        "\\t" | "tab" | "\t" => Ok(b'\t'),
+        _ if s.len() == 1 && s.is_ascii() && s != "\"" && s != "\n" => Ok(s.as_bytes()[0]),
+        _ => bail_input!(
+            "--separator {s:?}: give one ASCII character, e.g. --separator ';' (or --separator tab)"
+        ),
+    }
+}
+
 fn ingest_options(a: IngestArgs) -> Result<IngestOptions> {
     let table_flags = a.prompt_col.is_some()
         || a.correct_col.is_some()
         || a.response_col.is_some()
         || !a.reward_col.is_empty()
-        || a.gen_seconds_col.is_some();
+        || a.gen_seconds_col.is_some()
+        || a.separator.is_some();
     let source = if let Some(responses) = a.responses {
         if table_flags {
             bail_input!(
-                "--prompt-col/--correct-col/--response-col/--reward-col/--gen-seconds-col belong to --table; with --responses the columns are fixed (prompt_id, response_id, correct, reward)"
+                "--prompt-col/--correct-col/--response-col/--reward-col/--gen-seconds-col/--separator belong to --table; with --responses the columns are fixed (prompt_id, response_id, correct, reward) in parquet files"
             );
         }
         if a.rewards.is_empty() {
@@ -504,6 +519,7 @@ fn ingest_options(a: IngestArgs) -> Result<IngestOptions> {
             response_col: a.response_col,
             reward_cols,
             gen_seconds_col: a.gen_seconds_col,
+            separator: a.separator.as_deref().map(parse_separator).transpose()?,
         }
     } else if let Some(path) = a.nested_jsonl {
         if table_flags || !a.rewards.is_empty() {

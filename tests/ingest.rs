@@ -316,7 +316,8 @@ fn missing_column_names_file_column_and_alternatives() {
 fn wrong_type_is_named() {
     let d = tempfile::tempdir().unwrap();
     let mut r = responses_df(ROWS);
-    r.with_column(Column::new("response_id".into(), vec!["x"; 9]))
+    // (String ids are numbered, tests/file_variants.rs; fractional ones are an error.)
+    r.with_column(Column::new("response_id".into(), vec![0.5f64; 9]))
         .unwrap();
     let args = pair_with(d.path(), &mut r, &mut rewards_df(ROWS, false));
     expect_bad(
@@ -324,8 +325,8 @@ fn wrong_type_is_named() {
         &args,
         &[
             "r.parquet",
-            "\"response_id\" has type str",
-            "must be integers",
+            "\"response_id\" has type f64",
+            "must be integers or strings",
         ],
     );
     let mut w = rewards_df(ROWS, false);

@@ -21,6 +21,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use super::cols;
+use super::ids::{IdRole, ResponseKeys, response_ids};
 use super::nested_jsonl::{NestedKeys, read_nested_jsonl};
 use super::prepared::{
     self, BaseAccuracy, Counts, DatasetManifest, SourceFileInfo, SourceInfo, prompt_offsets,
@@ -47,6 +48,8 @@ pub enum IngestSource {
         reward_cols: Vec<(String, String)>,
         /// Column with per-response generation time; `None` uses `gen_seconds` if present.
         gen_seconds_col: Option<String>,
+        /// Field separator of a delimited text table (`--separator`).
+        separator: Option<u8>,
     },
     /// The paper's nested JSONL.
     NestedJsonl { path: PathBuf, keys: NestedKeys },
@@ -117,6 +120,7 @@ pub fn ingest(opts: &IngestOptions) -> Result<IngestReport> {
             response_col,
             reward_cols,
             gen_seconds_col,
+            separator,
         } => {
             let df = canonical_from_table(
                 path,
@@ -125,6 +129,7 @@ pub fn ingest(opts: &IngestOptions) -> Result<IngestReport> {
                 response_col.as_deref(),
                 reward_cols,
                 gen_seconds_col.as_deref(),
+                *separator,
             )?;
             let names = reward_cols.iter().map(|(n, _)| n.clone()).collect();
             (df, names, "table", vec![("table".into(), path.clone())])
@@ -217,10 +222,11 @@ fn canonical_from_pair(
         columns[0].clone(),
         raw.column(cols::SOURCE_ROW)?.clone(),
     ])?;
-    let rid = read::response_id_column(
+    let (rid, keys) = response_ids(
         read::require_column(&raw, &src, cols::RESPONSE_ID, fix_cols)?,
         &src,
         &with_pid,
+        IdRole::Define,
     )?;
     columns.push(rid);
     let located = DataFrame::new_infer_height(vec![
@@ -248,12 +254,12 @@ fn canonical_from_pair(
     match KeyIndex::build(&frame)? {
         Some(index) => {
             for (name, path) in rewards {
-                frame = join_rewards_keyed(frame, &index, name, path)?;
+                frame = join_rewards_keyed(frame, &index, name, path, keys.as_ref())?;
             }
         }
         None => {
             for (name, path) in rewards {
-                frame = join_rewards(frame, name, path)?;
+                frame = join_rewards(frame, name, path, keys.as_ref())?;
             }
         }
     }
@@ -262,7 +268,11 @@ fn canonical_from_pair(
 
 /// One reward file, canonicalised: prompt_id, response_id, the reward (named
 /// after the model) and `__row_NAME` (its source rows, for error messages).
-fn read_reward_file(name: &str, path: &Path) -> Result<(DataFrame, SourceFile, String)> {
+fn read_reward_file(
+    name: &str,
+    path: &Path,
+    keys: Option<&ResponseKeys>,
+) -> Result<(DataFrame, SourceFile, String)> {
     let src = SourceFile::rows(path);
     let raw = read::read_table(path)?;
     let fix = "a reward file needs prompt_id, response_id and reward columns";
@@ -273,10 +283,11 @@ fn read_reward_file(name: &str, path: &Path) -> Result<(DataFrame, SourceFile, S
     )?;
     let with_pid =
         DataFrame::new_infer_height(vec![pid.clone(), raw.column(cols::SOURCE_ROW)?.clone()])?;
-    let rid = read::response_id_column(
+    let (rid, _) = response_ids(
         read::require_column(&raw, &src, cols::RESPONSE_ID, fix)?,
         &src,
         &with_pid,
+        IdRole::Lookup(keys),
     )?;
     let located = DataFrame::new_infer_height(vec![
         pid.clone(),
@@ -407,8 +418,9 @@ fn join_rewards_keyed(
     index: &KeyIndex,
     name: &str,
     path: &Path,
+    keys: Option<&ResponseKeys>,
 ) -> Result<DataFrame> {
-    let (right, src, row_col) = read_reward_file(name, path)?;
+    let (right, src, row_col) = read_reward_file(name, path, keys)?;
     let rw_rows = right.height();
     // Right-side keys; a prompt or id the responses cannot have is an orphan at once.
     let mut keys = Vec::with_capacity(rw_rows);
@@ -516,8 +528,13 @@ fn bail_orphan(
 
 /// The general path (response ids outside u32): left-join on (prompt_id,
 /// response_id) directly, with the same checks.
-fn join_rewards(frame: DataFrame, name: &str, path: &Path) -> Result<DataFrame> {
-    let (right, src, row_col) = read_reward_file(name, path)?;
+fn join_rewards(
+    frame: DataFrame,
+    name: &str,
+    path: &Path,
+    keys: Option<&ResponseKeys>,
+) -> Result<DataFrame> {
+    let (right, src, row_col) = read_reward_file(name, path, keys)?;
     let rw_rows = right.height();
     let keys = [cols::PROMPT_ID, cols::RESPONSE_ID];
     let joined = left_join_in_order(&frame, &right, &keys)?;
@@ -562,12 +579,13 @@ fn canonical_from_table(
     response_col: Option<&str>,
     reward_cols: &[(String, String)],
     gen_seconds_col: Option<&str>,
+    separator: Option<u8>,
 ) -> Result<DataFrame> {
     if reward_cols.is_empty() {
         bail_input!("no reward columns given; pass --reward-col NAME=COLUMN once per reward model");
     }
     let src = SourceFile::rows(path);
-    let raw = read::read_table(path)?;
+    let raw = read::read_table_with(path, separator)?;
     let pid = read::prompt_id_column(
         read::require_column(&raw, &src, prompt_col, "pass the right --prompt-col")?,
         &src,
@@ -579,7 +597,7 @@ fn canonical_from_table(
                 pid.clone(),
                 raw.column(cols::SOURCE_ROW)?.clone(),
             ])?;
-            read::response_id_column(
+            response_ids(
                 read::require_column(
                     &raw,
                     &src,
@@ -588,7 +606,9 @@ fn canonical_from_table(
                 )?,
                 &src,
                 &with_pid,
+                IdRole::Define,
             )?
+            .0
         }
         None => {
             let mut next: HashMap<&str, i64> = HashMap::new();

@@ -4,12 +4,14 @@
 //!   canonical column set, with errors that name file, row and fix.
 //! * [`nested_jsonl`] parses the paper's reference-code JSONL (one record per prompt).
 //! * [`describe`] summarises a prepared dataset's raw score scales.
+//! * [`ids`] turns string and dictionary-encoded response ids into integers.
 //! * [`ingest`] validates, joins and writes a prepared dataset (design §3–§4).
 //! * [`prepared`] is the prepared dataset's on-disk form and its loader into
 //!   per-prompt contiguous arrays.
 //! * [`synth`] generates raw score files with known ground truth.
 
 pub mod describe;
+pub mod ids;
 pub mod ingest;
 pub mod nested_jsonl;
 pub mod open;

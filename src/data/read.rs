@@ -70,35 +70,106 @@ impl SourceFile {
     }
 }
 
-/// Supported tabular formats, chosen by file extension.
+/// Supported tabular formats, chosen by file extension (and, for `.json`,
+/// by the first character: `[` is an array of records, as pandas
+/// `to_json(orient="records")` writes; `{` is JSON lines).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TableFormat {
     Parquet,
-    Csv,
+    /// Delimited text with this field separator (`,` for .csv, tab for .tsv,
+    /// or `--separator`).
+    Csv(u8),
     Jsonl,
+    JsonArray,
 }
 
 impl TableFormat {
-    pub fn from_path(path: &Path) -> Result<Self> {
+    /// The format of `path`; `separator` overrides a delimited file's default.
+    pub fn from_path(path: &Path, separator: Option<u8>) -> Result<Self> {
         let ext = path
             .extension()
             .map(|e| e.to_string_lossy().to_ascii_lowercase())
             .unwrap_or_default();
-        Ok(match ext.as_str() {
+        let format = match ext.as_str() {
             "parquet" | "pq" => Self::Parquet,
-            "csv" => Self::Csv,
-            "jsonl" | "ndjson" | "json" => Self::Jsonl,
+            "csv" | "txt" => Self::Csv(separator.unwrap_or(b',')),
+            "tsv" | "tab" => Self::Csv(separator.unwrap_or(b'\t')),
+            "jsonl" | "ndjson" => Self::Jsonl,
+            "json" => match first_char(path) {
+                Some('[') => Self::JsonArray,
+                _ => Self::Jsonl,
+            },
             _ => bail_input!(
-                "{}: unknown file type {ext:?}; privalign reads .parquet, .csv and .jsonl (one JSON object per line)",
+                "{}: unknown file type {ext:?}; privalign reads .parquet, .csv, .tsv, .jsonl (one JSON object per line) and .json (an array of records, or JSON lines)",
                 path.display()
             ),
-        })
+        };
+        if separator.is_some() && !matches!(format, Self::Csv(_)) {
+            bail_input!(
+                "{}: --separator applies to delimited text (.csv, .tsv); this file is read as {format:?}",
+                path.display()
+            );
+        }
+        Ok(format)
     }
+}
+
+/// The first non-whitespace character of a file (a UTF-8 BOM skipped).
+fn first_char(path: &Path) -> Option<char> {
+    use std::io::Read;
+    let mut buf = [0u8; 4096];
+    let n = File::open(path).ok()?.read(&mut buf).ok()?;
+    let text = String::from_utf8_lossy(&buf[..n]);
+    text.trim_start_matches('\u{feff}')
+        .chars()
+        .find(|c| !c.is_whitespace())
+}
+
+/// A delimited file whose header line, split at `sep`, is one field holding
+/// `;`, a tab or `|` was almost certainly written with that separator: say
+/// which flag reads it, instead of reporting missing columns.
+fn check_separator(path: &Path, sep: u8) -> Result<()> {
+    use std::io::BufRead;
+    let Ok(f) = File::open(path) else {
+        return Ok(());
+    };
+    let mut header = String::new();
+    if std::io::BufReader::new(f).read_line(&mut header).is_err() {
+        return Ok(());
+    }
+    let header = header.trim_end_matches(['\r', '\n']);
+    if header.as_bytes().contains(&sep) {
+        return Ok(());
+    }
+    for (c, flag) in [
+        (';', "';'"),
+        ('\t', "$'\\t' (or name the file .tsv)"),
+        ('|', "'|'"),
+    ] {
+        if header.contains(c) {
+            let shown: String = header.chars().take(60).collect();
+            bail_input!(
+                "{}: the header is one field {shown:?} containing {c:?}: the file looks {}-separated; pass --separator {flag}",
+                path.display(),
+                match c {
+                    ';' => "semicolon",
+                    '\t' => "tab",
+                    _ => "pipe",
+                }
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Read a whole table into a DataFrame, adding [`cols::SOURCE_ROW`].
 pub fn read_table(path: &Path) -> Result<DataFrame> {
-    let format = TableFormat::from_path(path)?;
+    read_table_with(path, None)
+}
+
+/// [`read_table`] with a field separator for delimited text (`--separator`).
+pub fn read_table_with(path: &Path, separator: Option<u8>) -> Result<DataFrame> {
+    let format = TableFormat::from_path(path, separator)?;
     let meta = std::fs::metadata(path).map_err(|e| {
         input_error(format!(
             "{}: cannot open ({e}); check the path",
@@ -118,14 +189,35 @@ pub fn read_table(path: &Path) -> Result<DataFrame> {
                 ))
             })?
         }
-        TableFormat::Csv => CsvReadOptions::default()
-            .with_has_header(true)
-            .with_infer_schema_length(Some(100_000))
-            .try_into_reader_with_file_path(Some(path.to_path_buf()))
-            .and_then(|r| r.finish())
-            .map_err(|e| {
-                input_error(format!("{}: not a readable CSV file: {e}", path.display()))
-            })?,
+        TableFormat::Csv(sep) => {
+            check_separator(path, sep)?;
+            CsvReadOptions::default()
+                .with_has_header(true)
+                .with_infer_schema_length(Some(100_000))
+                .map_parse_options(|o| o.with_separator(sep))
+                .try_into_reader_with_file_path(Some(path.to_path_buf()))
+                .and_then(|r| r.finish())
+                .map_err(|e| {
+                    input_error(format!(
+                        "{}: not a readable {} file: {e}",
+                        path.display(),
+                        if sep == b'\t' { "TSV" } else { "CSV" }
+                    ))
+                })?
+        }
+        TableFormat::JsonArray => {
+            let f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+            JsonReader::new(f)
+                .with_json_format(JsonFormat::Json)
+                .infer_schema_len(None)
+                .finish()
+                .map_err(|e| {
+                    input_error(format!(
+                        "{}: not readable as a JSON array of records ([{{\"col\": value, …}}, …]): {e}",
+                        path.display()
+                    ))
+                })?
+        }
         TableFormat::Jsonl => {
             let f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
             JsonReader::new(f)
@@ -202,7 +294,9 @@ pub fn prompt_id_column(col: &Column, src: &SourceFile, df: &DataFrame) -> Resul
     let dt = col.dtype();
     let out = if dt == &DataType::String {
         col.clone()
-    } else if dt.is_integer() {
+    } else if dt.is_integer() || matches!(dt, DataType::Categorical(..) | DataType::Enum(..)) {
+        // Integers become their decimal text; dictionary-encoded (pandas
+        // Categorical, pyarrow dictionary_encode) ids their string values.
         col.cast(&DataType::String)?
     } else {
         bail_input!(
