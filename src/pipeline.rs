@@ -118,7 +118,9 @@ pub fn reproduce(o: &ExperimentOptions) -> Result<()> {
     let (exp, outcome) = sweep(o)?;
     let set = read_results_set(std::slice::from_ref(&outcome.out))?;
     let tables_dir = outcome.out.join("tables");
-    for t in &exp.config.reports.tables {
+    let table_stems = crate::config::report_names::table_stems(&exp.config.reports);
+    let plot_stems = crate::config::report_names::plot_stems(&exp.config.reports);
+    for (t, stem) in exp.config.reports.tables.iter().zip(&table_stems) {
         let table = tables::table(
             &set,
             &TableOptions {
@@ -131,7 +133,6 @@ pub fn reproduce(o: &ExperimentOptions) -> Result<()> {
         )
         .map_err(|e| e.context(format!("rendering the {:?} table", t.kind)))?;
         std::fs::create_dir_all(&tables_dir)?;
-        let stem = format!("{:?}", t.kind).to_lowercase();
         let path = tables_dir.join(format!("{stem}.tex"));
         write_atomic(&path, table.render(Format::Latex).as_bytes())?;
         write_atomic(
@@ -140,8 +141,8 @@ pub fn reproduce(o: &ExperimentOptions) -> Result<()> {
         )?;
         println!("wrote {}", path.display());
     }
-    for p in &exp.config.reports.plots {
-        let png = plots::plot(
+    for (p, stem) in exp.config.reports.plots.iter().zip(&plot_stems) {
+        let png = plots::plot_as(
             &set,
             &PlotOptions {
                 kind: p.kind,
@@ -150,6 +151,7 @@ pub fn reproduce(o: &ExperimentOptions) -> Result<()> {
                 beta: p.beta,
             },
             &outcome.out.join("plots"),
+            stem,
         )
         .map_err(|e| e.context(format!("rendering the {:?} plot", p.kind)))?;
         println!("wrote {} (+ .svg)", png.display());

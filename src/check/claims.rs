@@ -117,6 +117,7 @@ pub fn evaluate(set: &ResultsSet, f: &ClaimsFile) -> Result<Vec<ClaimResult>> {
         ),
     };
     for c in &f.claims {
+        let before = out.len();
         match c {
             Claim::FallsFromPeak {
                 name,
@@ -253,6 +254,48 @@ pub fn evaluate(set: &ResultsSet, f: &ClaimsFile) -> Result<Vec<ClaimResult>> {
                     }
                 }
             }
+        }
+        // A claim that matched no (dataset, reward model, algorithm) of the
+        // results is a failure, never a silent skip: a typo in a reward-model
+        // name must not make `check --claims` pass.
+        if out.len() == before {
+            let (name, wanted) = match c {
+                Claim::FallsFromPeak {
+                    name,
+                    reward_models,
+                    algorithm,
+                    ..
+                } => (
+                    name,
+                    format!("{algorithm} on reward models {}", reward_models.join(", ")),
+                ),
+                Claim::MonotoneInN {
+                    name, algorithms, ..
+                } => (name, format!("algorithms {}", algorithms.join(", "))),
+                Claim::AtLeast {
+                    name,
+                    better,
+                    worse,
+                    ..
+                } => (name, format!("{better} vs {worse}")),
+                Claim::FsrcBeatsBasic { name } => (name, "FSRC runs".to_string()),
+            };
+            out.push(ClaimResult {
+                claim: name.clone(),
+                scope: "-".into(),
+                pass: false,
+                detail: format!(
+                    "matches no row of the results ({wanted}); the results have {}",
+                    if keys.is_empty() {
+                        "no summary rows".to_string()
+                    } else {
+                        keys.iter()
+                            .map(|(d, r)| format!("{d}/{r}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                ),
+            });
         }
     }
     Ok(out)

@@ -12,6 +12,7 @@
 pub mod grid;
 pub mod hash;
 pub mod overrides;
+pub mod report_names;
 pub mod resolve;
 pub mod types;
 pub mod units;

@@ -121,6 +121,7 @@ pub fn validate(c: &ExperimentConfig) -> Result<()> {
     for (i, p) in c.reports.plots.iter().enumerate() {
         report_n(&format!("reports.plots[{i}].n"), p.n, &ns)?;
     }
+    super::report_names::check_unique(&c.reports)?;
     Ok(())
 }
 

@@ -132,8 +132,15 @@ impl Figure {
     pub fn save(&self, stem: &Path) -> Result<()> {
         register_fonts();
         let size = self.size();
-        let png = stem.with_extension("png");
-        let svg = stem.with_extension("svg");
+        // Appended, not `with_extension`: a stem may contain dots
+        // (`sigma-n4-beta0.1`, config::report_names).
+        let with_ext = |ext: &str| {
+            let mut s = stem.as_os_str().to_owned();
+            s.push(format!(".{ext}"));
+            std::path::PathBuf::from(s)
+        };
+        let png = with_ext("png");
+        let svg = with_ext("svg");
         // An existing <stem>.png/.svg that is a symbolic link is written
         // through (the link is kept), as for every other output; the hidden
         // temporaries sit beside the real destination and keep the extension

@@ -142,6 +142,25 @@ pub fn latex_escape(t: &str) -> String {
     out
 }
 
+/// One CSV field per RFC 4180: quoted when it holds a comma, a double quote,
+/// CR or LF, with inner double quotes doubled.
+pub fn csv_field(t: &str) -> String {
+    if t.contains([',', '"', '\r', '\n']) {
+        format!("\"{}\"", t.replace('"', "\"\""))
+    } else {
+        t.to_string()
+    }
+}
+
+/// Text for a Markdown table cell: `|` would end the cell and `\\` escapes,
+/// so both are backslash-escaped; a line break would end the row, so it
+/// becomes a space.
+pub fn markdown_escape(t: &str) -> String {
+    t.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace(['\r', '\n'], " ")
+}
+
 /// Bold a rendered LaTeX cell: `\textbf` bolds its text and `\boldmath` the
 /// math of a `$m \pm s$` cell.
 fn bold_latex(t: &str) -> String {
@@ -198,7 +217,7 @@ impl Table {
             "| {} |\n",
             self.columns
                 .iter()
-                .map(|c| c.header.as_str())
+                .map(|c| markdown_escape(&c.header))
                 .collect::<Vec<_>>()
                 .join(" | ")
         );
@@ -209,7 +228,7 @@ impl Table {
                 r.iter()
                     .enumerate()
                     .map(|(j, c)| {
-                        let t = human(c, self.decimals, false);
+                        let t = markdown_escape(&human(c, self.decimals, false));
                         if self.is_bold(i, j) {
                             format!("**{t}**")
                         } else {
@@ -276,7 +295,7 @@ impl Table {
         let mut out = self
             .columns
             .iter()
-            .map(|c| c.id.as_str())
+            .map(|c| csv_field(&c.id))
             .collect::<Vec<_>>()
             .join(",")
             + "\n";
@@ -287,7 +306,7 @@ impl Table {
                     Cell::Num(x) => format!("{x:e}"),
                     Cell::MeanSe(m, Some(s)) => format!("{m:e}±{s:e}"),
                     Cell::MeanSe(m, None) => format!("{m:e}"),
-                    Cell::Text(t) => t.clone(),
+                    Cell::Text(t) => csv_field(t),
                     Cell::Empty => String::new(),
                 })
                 .collect::<Vec<_>>()
@@ -326,6 +345,16 @@ impl Table {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn csv_and_markdown_escaping() {
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
+        assert_eq!(markdown_escape("a|b"), "a\\|b");
+        assert_eq!(markdown_escape("a\\|b"), "a\\\\\\|b");
+    }
 
     #[test]
     fn latex_special_characters_are_escaped() {

@@ -51,15 +51,21 @@ pub fn fsrc_table(rows: &[FsrcRow]) -> Table {
             ]
         })
         .collect();
-    let caption = match rows.first() {
-        Some(r) => format!(
+    // Every distinct setting, joined by "/": runs from several results
+    // directories may differ, and a caption must not state the first one's.
+    let all = |f: &dyn Fn(&FsrcRow) -> String| {
+        crate::report::tables::ordered(rows.iter().map(f)).join("/")
+    };
+    let caption = if rows.is_empty() {
+        "FSRC composition: no runs.".into()
+    } else {
+        format!(
             "FSRC composition of PrivITP vs basic composition: $\\varepsilon_{{\\mathrm{{total}}}} = {}$, $n = {}$, $\\beta = {}$, mean $\\pm$ SE over {} seeds.",
-            r.eps_total,
-            r.n,
-            r.beta,
-            groups.first().map_or(0, |g| g.1.len())
-        ),
-        None => "FSRC composition: no runs.".into(),
+            all(&|r| r.eps_total.to_string()),
+            all(&|r| r.n.to_string()),
+            all(&|r| r.beta.to_string()),
+            crate::report::tables::ordered(groups.iter().map(|g| g.1.len().to_string())).join("/")
+        )
     };
     Table::new(
         vec![

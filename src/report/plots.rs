@@ -540,6 +540,12 @@ pub fn stem(kind: PlotKind) -> &'static str {
 
 /// Render `o.kind` into `dir/<kind>.png` and `.svg`; returns the PNG path.
 pub fn plot(set: &ResultsSet, o: &PlotOptions, dir: &Path) -> Result<PathBuf> {
+    plot_as(set, o, dir, stem(o.kind))
+}
+
+/// Render `o.kind` into `dir/<file_stem>.png` and `.svg` (reproduce names
+/// several plots of one kind apart, `config::report_names`).
+pub fn plot_as(set: &ResultsSet, o: &PlotOptions, dir: &Path, file_stem: &str) -> Result<PathBuf> {
     let fig = build(set, o)?;
     let dir = &crate::fsutil::resolve_link(dir)?;
     if dir.exists() && !dir.is_dir() {
@@ -551,7 +557,7 @@ pub fn plot(set: &ResultsSet, o: &PlotOptions, dir: &Path) -> Result<PathBuf> {
     }
     std::fs::create_dir_all(dir)
         .map_err(|e| crate::fsutil::output_error(dir, "creating the plot directory", e))?;
-    let s = dir.join(stem(o.kind));
+    let s = dir.join(file_stem);
     fig.save(&s)?;
-    Ok(s.with_extension("png"))
+    Ok(dir.join(format!("{file_stem}.png")))
 }

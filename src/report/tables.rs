@@ -209,15 +209,22 @@ pub(crate) fn settings_text(sel: &Selection) -> String {
     parts.join(", ")
 }
 
+/// Replicates and estimator of every directory (distinct values joined by
+/// "/", so a caption never states one directory's settings for all).
 fn run_text(set: &ResultsSet) -> String {
-    let m = &set.dirs[0].manifest;
+    let reps = ordered(
+        set.dirs
+            .iter()
+            .map(|d| d.manifest.config.replicates.to_string()),
+    );
+    let est = ordered(set.dirs.iter().map(|d| match d.manifest.config.estimator {
+        crate::config::EstimatorSpec::Conditional => "exact conditional",
+        crate::config::EstimatorSpec::Sampled => "sampled",
+    }));
     format!(
         "{} bootstrap replicates, {} estimator",
-        m.config.replicates,
-        match m.config.estimator {
-            crate::config::EstimatorSpec::Conditional => "exact conditional",
-            crate::config::EstimatorSpec::Sampled => "sampled",
-        }
+        reps.join("/"),
+        est.join("/")
     )
 }
 
@@ -496,6 +503,12 @@ pub fn generation_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
 /// parameters (as recorded in the manifest), one row per PrivITP σ with ε_2^post
 /// at that σ's own mean halting time at n (averaged over β when several).
 pub fn budget_from_results(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
+    if set.dirs.len() > 1 {
+        bail_input!(
+            "{}: the budget table is built from one sweep's privacy parameters and halting times; give one results directory (one table per directory)",
+            set.names()
+        );
+    }
     let dir = &set.dirs[0];
     let cfg = &dir.manifest.config;
     let Some(privitp) = &cfg.algorithms.privitp else {
@@ -552,7 +565,10 @@ pub fn budget_from_results(set: &ResultsSet, o: &TableOptions) -> Result<Table> 
     let mut t = budget_table_per_sigma(
         &p,
         &rows,
-        &format!("mean halting time of each $\\sigma$ in the sweep ({rm_name})"),
+        &format!(
+            "mean halting time of each $\\sigma$ in the sweep ({})",
+            latex_escape(rm_name)
+        ),
     )?;
     t.columns
         .push(ColumnSpec::new("halting_time", "mean t", "$\\bar t$"));

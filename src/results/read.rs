@@ -140,13 +140,81 @@ fn refuse_shard_dir(dir: &Path) -> Result<()> {
 }
 
 /// Read several results directories.
+///
+/// Runs are never merged: when two directories hold the same (dataset,
+/// reward model), each such directory's dataset is relabelled
+/// `DATASET [LABEL]` — LABEL its experiment name when those differ, else
+/// its directory as given — so tables show the runs side by side and plots
+/// draw them as separate curves (rather than one table cell silently taken
+/// from the first directory, or one curve zig-zagging between two runs).
+/// The same directory given twice is refused.
 pub fn read_results_set(dirs: &[PathBuf]) -> Result<ResultsSet> {
-    Ok(ResultsSet {
+    let mut set = ResultsSet {
         dirs: dirs
             .iter()
             .map(|d| read_results(d))
             .collect::<Result<_>>()?,
-    })
+    };
+    label_overlapping_runs(&mut set)?;
+    Ok(set)
+}
+
+fn label_overlapping_runs(set: &mut ResultsSet) -> Result<()> {
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    for (i, a) in set.dirs.iter().enumerate() {
+        for b in &set.dirs[..i] {
+            if canon(&a.dir) == canon(&b.dir) {
+                crate::bail_input!(
+                    "{} and {}: the same results directory given twice; give each once",
+                    b.dir.display(),
+                    a.dir.display()
+                );
+            }
+        }
+    }
+    let pairs = |d: &ResultsDir| -> std::collections::BTreeSet<(String, String)> {
+        d.summary
+            .iter()
+            .map(|r| (r.dataset.clone(), r.reward_model.clone()))
+            .chain(
+                d.fsrc
+                    .iter()
+                    .map(|f| (f.dataset.clone(), f.reward_model.clone())),
+            )
+            .collect()
+    };
+    let all: Vec<_> = set.dirs.iter().map(pairs).collect();
+    let overlapping: Vec<usize> = (0..set.dirs.len())
+        .filter(|&i| (0..set.dirs.len()).any(|j| j != i && !all[i].is_disjoint(&all[j])))
+        .collect();
+    if overlapping.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = overlapping
+        .iter()
+        .map(|&i| set.dirs[i].manifest.experiment.as_str())
+        .collect();
+    let names_distinct = names
+        .iter()
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+        == names.len();
+    for &i in &overlapping {
+        let d = &mut set.dirs[i];
+        let label = if names_distinct {
+            d.manifest.experiment.clone()
+        } else {
+            d.dir.display().to_string()
+        };
+        let rename = |ds: &mut String| *ds = format!("{ds} [{label}]");
+        d.summary.iter_mut().for_each(|r| rename(&mut r.dataset));
+        d.fsrc.iter_mut().for_each(|f| rename(&mut f.dataset));
+        d.manifest
+            .datasets
+            .iter_mut()
+            .for_each(|x| rename(&mut x.name));
+    }
+    Ok(())
 }
 
 /// A statistic's name with its `_mean` and `_se` columns.

@@ -148,6 +148,13 @@ pub fn plan(o: &SlurmOptions, name: &str) -> Result<Plan> {
     if o.cpus_per_task == Some(0) {
         bail_input!("--cpus-per-task 0: give at least 1 CPU per array task");
     }
+    // It becomes each shard's --threads, which is bounded (crate::threads).
+    if let Some(c) = o.cpus_per_task.filter(|&c| c > crate::threads::MAX_THREADS) {
+        bail_input!(
+            "--cpus-per-task {c}: at most {} (it is each shard's --threads)",
+            crate::threads::MAX_THREADS
+        );
+    }
     one_token("--partition", &o.partition)?;
     one_token("--time", &o.time)?;
     one_token("--mem", &o.mem)?;
@@ -508,6 +515,10 @@ mod tests {
         let mut o = opts(d.path());
         o.cpus_per_task = Some(0);
         assert_eq!(exit_code(&plan(&o, "x").unwrap_err()), EXIT_BAD_INPUT);
+        o.cpus_per_task = Some(crate::threads::MAX_THREADS + 1);
+        let e = plan(&o, "x").unwrap_err();
+        assert_eq!(exit_code(&e), EXIT_BAD_INPUT);
+        assert!(e.to_string().contains("at most 1024"), "{e}");
     }
 
     #[test]
