@@ -46,6 +46,8 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Sweep, then render every table and plot the config's `reports` section asks for.
     Reproduce(SweepArgs),
+    /// Combine the shard directories of a sharded sweep into one results directory.
+    Merge(MergeArgs),
     /// Run a sweep on a Slurm cluster: a job array of shards plus a dependent merge job.
     Slurm(Box<SlurmArgs>),
     /// Run only the config's `fsrc` section (multi-query FSRC composition) and print its table.
@@ -192,6 +194,19 @@ pub struct SweepArgs {
     /// Never draw a progress bar (one status line per stage instead).
     #[arg(long)]
     pub no_progress: bool,
+    /// Run only shard K of N (0-based) into --out, a shard directory for `privalign merge`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shard directories (`privalign sweep --shard K/N --out DIR`), all N of them.
+    #[arg(required = true, value_name = "DIR")]
+    pub shards: Vec<PathBuf>,
+    /// The results directory to write (must not exist yet).
+    #[arg(long, value_name = "RESULTS")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -772,9 +787,21 @@ pub fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Sweep(a) => {
-            pipeline::sweep(&experiment_options(&a.exp, a.resume, !a.no_progress)?)?;
+            let o = experiment_options(&a.exp, a.resume, !a.no_progress)?;
+            match &a.shard {
+                Some(s) => pipeline::sweep_shard(&o, s.parse()?)?,
+                None => {
+                    pipeline::sweep(&o)?;
+                }
+            }
         }
+        Command::Merge(a) => pipeline::merge(&a.shards, &a.out)?,
         Command::Reproduce(a) => {
+            if a.shard.is_some() {
+                bail_input!(
+                    "--shard belongs to `privalign sweep`; run the shards with sweep, combine them with `privalign merge`, then render reports with table/plot"
+                );
+            }
             pipeline::reproduce(&experiment_options(&a.exp, a.resume, !a.no_progress)?)?;
         }
         Command::Table(a) => {

@@ -159,6 +159,65 @@ pub fn reproduce(o: &ExperimentOptions) -> Result<()> {
     Ok(())
 }
 
+/// `privalign sweep --shard K/N`: one shard of the sweep into `--out`
+/// (required: a shard directory has no default place).
+pub fn sweep_shard(o: &ExperimentOptions, spec: crate::shard::spec::ShardSpec) -> Result<()> {
+    let Some(out) = &o.out else {
+        crate::bail_input!(
+            "--shard {spec} needs --out DIR: each shard writes its own directory, e.g. --out runs/shards/{}",
+            spec.index
+        );
+    };
+    let exp = load_experiment(&o.config, &o.sets)?;
+    print_units_plan(&exp);
+    let r = crate::shard::run::sweep_shard(
+        &exp,
+        &crate::shard::run::ShardOptions {
+            out: out.clone(),
+            spec,
+            threads: o.threads,
+            resume: o.resume,
+        },
+    )?;
+    if r.up_to_date {
+        println!(
+            "{}: shard {spec} is finished for this config; nothing to do",
+            r.out.display()
+        );
+    } else {
+        println!(
+            "wrote shard {spec}: {} units ({} computed, {} resumed) to {} in {:.1} s",
+            r.units,
+            r.computed,
+            r.resumed,
+            r.out.display(),
+            r.seconds
+        );
+    }
+    Ok(())
+}
+
+/// `privalign merge`.
+pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<()> {
+    let r = crate::shard::merge::merge(dirs, out)?;
+    if r.up_to_date {
+        println!(
+            "{}: already holds the merged results of these {} shards; nothing to do",
+            r.out.display(),
+            r.shards
+        );
+    } else {
+        println!(
+            "merged {} shards ({} cells) into {} in {:.2} s",
+            r.shards,
+            r.cells,
+            r.out.display(),
+            r.seconds
+        );
+    }
+    Ok(())
+}
+
 /// `privalign slurm`: validate the config (a typo must not cost a cluster
 /// allocation), then write and submit the scripts.
 pub fn slurm(o: &crate::slurm::SlurmOptions) -> Result<()> {

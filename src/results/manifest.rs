@@ -35,6 +35,10 @@ pub struct ResultsManifest {
     pub computed_chunks: usize,
     /// SHA-256 of each result file.
     pub files: BTreeMap<String, String>,
+    /// Set by `privalign merge`: the number of shards these results were
+    /// merged from (absent for a one-machine sweep).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_shards: Option<usize>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

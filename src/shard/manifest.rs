@@ -9,9 +9,12 @@
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::bail_input;
+use crate::config::ExperimentConfig;
+use crate::results::manifest::TransformRecord;
 
 pub const SHARD_MANIFEST: &str = "shard.yaml";
 /// The `format` key of a shard manifest; a different value is refused.
@@ -32,6 +35,10 @@ pub struct ShardManifest {
     /// The config hash of the one-machine sweep (same recipe): shards of one
     /// sweep share it, and the merged manifest records it.
     pub config_hash: String,
+    /// Where the config was read (dataset paths resolve against it).
+    pub config_path: String,
+    /// The resolved config after `--set`, as the results manifest records it.
+    pub config: ExperimentConfig,
     pub datasets: Vec<ShardDataset>,
     /// K of `--shard K/N` (0-based).
     pub shard: usize,
@@ -43,6 +50,14 @@ pub struct ShardManifest {
     pub fsrc: bool,
     /// Every unit (and the FSRC file, when `fsrc`) is on disk.
     pub finished: bool,
+    /// Per dataset, per reward model: the transform as applied, for the
+    /// (dataset, reward model) pairs this shard's units touch.
+    pub transforms: BTreeMap<String, BTreeMap<String, TransformRecord>>,
+    /// Mean generation seconds per dataset this shard loaded (whole
+    /// dataset, as the one-machine sweep computes it).
+    pub gen_seconds_mean: BTreeMap<String, Option<f64>>,
+    pub computed_units: usize,
+    pub resumed_units: usize,
     // Run-specific fields (they differ between runs of the same shard).
     pub threads: usize,
     pub host: Option<String>,
@@ -83,6 +98,12 @@ pub(crate) fn test_manifest(k: usize, n: usize, finished: bool) -> ShardManifest
         experiment: "demo".into(),
         privalign_version: "0".into(),
         config_hash: "h".into(),
+        config_path: "c.yaml".into(),
+        config: crate::config::parse(
+            "datasets: [{path: d}]\nreward_models: {a: {}}\nn: [2]\nalgorithms: {bon: {}}\n",
+            &[],
+        )
+        .unwrap(),
         datasets: vec![ShardDataset {
             name: "d".into(),
             scores_sha256: "s".into(),
@@ -92,6 +113,10 @@ pub(crate) fn test_manifest(k: usize, n: usize, finished: bool) -> ShardManifest
         units: vec![],
         fsrc: false,
         finished,
+        transforms: BTreeMap::new(),
+        gen_seconds_mean: BTreeMap::new(),
+        computed_units: 0,
+        resumed_units: 0,
         threads: 1,
         host: None,
         slurm_job_id: None,

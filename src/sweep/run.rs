@@ -74,7 +74,7 @@ pub struct SweepOutcome {
 
 pub use crate::config::hash::config_hash;
 
-fn git_commit() -> Option<String> {
+pub(crate) fn git_commit() -> Option<String> {
     let out = std::process::Command::new("git")
         .args(["rev-parse", "HEAD"])
         .output()
@@ -84,7 +84,7 @@ fn git_commit() -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-fn host() -> Option<String> {
+pub(crate) fn host() -> Option<String> {
     fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|s| s.trim().to_string())
@@ -130,7 +130,7 @@ impl Reporter {
 }
 
 /// Pools (transformed proxy r̂, gold r*) of every prompt for one reward model.
-fn build_pools(
+pub(crate) fn build_pools(
     data: &PreparedDataset,
     ds: &ResolvedDataset,
     rm: &RewardModel,
@@ -488,6 +488,7 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
         resumed_chunks: resumed,
         computed_chunks: computed,
         files,
+        merged_shards: None,
     };
     write_atomic(
         &out.join(MANIFEST_FILE),

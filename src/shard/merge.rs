@@ -1,0 +1,289 @@
+//! `privalign merge DIR... --out RESULTS`: N finished shard directories →
+//! the results directory a one-machine `privalign sweep` writes.
+//!
+//! **Exact.** The cells file is the unit files concatenated in the sweep's
+//! unit order (shard 0's units, then shard 1's, …: the split is contiguous),
+//! each written as one row group, as the sweep writes its chunk files. The
+//! summary is computed from those same cells in that same order with the
+//! sweep's own `summarise` — never by combining per-shard summaries, whose
+//! floating-point sums would depend on N. FSRC rows are the FSRC units' rows
+//! in unit order. So cells, summary and FSRC files are byte-identical to the
+//! one-machine run's, and the manifest equals it except for the fields that
+//! describe the run: `threads`, `host`, `stages`, `resumed_chunks`,
+//! `computed_chunks`, `git_commit` and `merged_shards`.
+//!
+//! **Never partial.** Every check ([`super::verify`], the unit lists, the
+//! unit files) runs before anything is written; the results are built in a
+//! hidden staging sibling of RESULTS and renamed into place whole. An
+//! existing RESULTS is never replaced: merge says "up to date" when it holds
+//! these very results (so a requeued merge job succeeds), and refuses
+//! otherwise.
+//!
+//! Merge reads no scores: dataset hashes, transforms and generation times
+//! come from the shard manifests, counts from each dataset's `dataset.yaml`.
+
+use anyhow::{Context, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::assign::shard_range;
+use super::units::{UnitKind, units};
+use super::verify::verify;
+use crate::bail_input;
+use crate::config::Experiment;
+use crate::fsutil::{StagedDir, sha256_file, write_atomic};
+use crate::results::cells::{CELLS_FILE, Chunk, col};
+use crate::results::fsrc::{FSRC_FILE, fsrc_frame, read_fsrc};
+use crate::results::manifest::{DatasetRecord, MANIFEST_FILE, ResultsManifest, TransformRecord};
+use crate::results::parquet_io::{f64_column, read_frame, str_column, write_frame, write_frames};
+use crate::results::summary::{SUMMARY_FILE, summarise, summary_frame};
+use crate::sweep::run::{git_commit, host};
+
+/// What a merge did.
+#[derive(Clone, Debug)]
+pub struct MergeOutcome {
+    pub out: PathBuf,
+    pub shards: usize,
+    pub cells: usize,
+    pub seconds: f64,
+    /// RESULTS already held these results: nothing was written.
+    pub up_to_date: bool,
+}
+
+/// Whether `out` holds complete results (every listed file with its hash)
+/// made under `hash`.
+fn same_results(out: &Path, hash: &str) -> bool {
+    let Ok(text) = std::fs::read_to_string(out.join(MANIFEST_FILE)) else {
+        return false;
+    };
+    let Ok(m) = yaml_serde::from_str::<ResultsManifest>(&text) else {
+        return false;
+    };
+    m.config_hash == hash
+        && m.files
+            .iter()
+            .all(|(f, sha)| sha256_file(&out.join(f)).is_ok_and(|s| &s == sha))
+}
+
+/// A cells unit's chunk, read back and checked against the config: its
+/// prompts and base accuracies come from the file itself (merge reads no
+/// scores), everything else from the config.
+fn read_chunk(
+    df: &polars::prelude::DataFrame,
+    path: &Path,
+    exp: &Experiment,
+    di: usize,
+    ri: usize,
+    n: usize,
+) -> Result<Chunk> {
+    let algs = exp.algorithms.len();
+    if algs == 0 || !df.height().is_multiple_of(algs) {
+        bail_input!(
+            "{}: has {} rows, not a multiple of the config's {algs} algorithm settings; the shard is damaged — rerun it",
+            path.display(),
+            df.height()
+        );
+    }
+    let p = df.height() / algs;
+    let prompts = str_column(df, col::PROMPT_ID)?;
+    let base = f64_column(df, col::BASE_ACCURACY)?;
+    let expected = Chunk {
+        dataset: exp.datasets[di].name.clone(),
+        reward_model: exp.reward_models[ri].name.clone(),
+        n,
+        replicates: exp.config.replicates,
+        prompt_ids: prompts[..p].to_vec(),
+        base_accuracy: base[..p].iter().map(|b| b.unwrap_or(f64::NAN)).collect(),
+        algorithms: exp.algorithms.clone(),
+        metrics: Vec::new(),
+    };
+    Chunk::from_frame(df, &expected).map_err(|e| {
+        crate::error::input_error(format!(
+            "{}: is not the unit this config expects ({e:#}); the shard is damaged — rerun it",
+            path.display()
+        ))
+    })
+}
+
+/// Merge the shard directories `dirs` into `out`.
+pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
+    let start = Instant::now();
+    let set = verify(dirs)?;
+    let n = set.shards.len();
+    let m0 = &set.shards[0].1;
+    let exp = Experiment::resolve(m0.config.clone(), Path::new(&m0.config_path))
+        .map_err(|e| e.context(format!("{} (the shards' config)", m0.config_path)))?;
+
+    // Each shard holds exactly the units the split assigns it, all on disk.
+    let all = units(&exp);
+    let mut files = Vec::with_capacity(all.len());
+    for (k, (dir, m)) in set.shards.iter().enumerate() {
+        let range = shard_range(all.len(), k, n);
+        let want: Vec<String> = all[range.clone()]
+            .iter()
+            .map(|u| u.file_name(&exp))
+            .collect();
+        if m.units != want {
+            bail_input!(
+                "{}: lists units [{}] but shard {k}/{n} of this config owns [{}]; the shard is damaged — rerun it",
+                dir.display(),
+                m.units.join(", "),
+                want.join(", ")
+            );
+        }
+        for (u, name) in all[range].iter().zip(&want) {
+            let f = dir.join(name);
+            if !f.is_file() {
+                bail_input!(
+                    "{}: unit file {name} is missing although shard.yaml lists it; rerun the shard (`privalign sweep … --shard {k}/{n} --out {} --resume`)",
+                    dir.display(),
+                    dir.display()
+                );
+            }
+            files.push((*u, f));
+        }
+    }
+
+    // Transforms and generation times, from the shards that computed them.
+    let mut transforms: BTreeMap<String, BTreeMap<String, TransformRecord>> = BTreeMap::new();
+    let mut gen_mean: BTreeMap<String, Option<f64>> = BTreeMap::new();
+    for (dir, m) in &set.shards {
+        for (d, per_rm) in &m.transforms {
+            for (r, t) in per_rm {
+                let slot = transforms.entry(d.clone()).or_default();
+                match slot.get(r) {
+                    Some(old) if format!("{old:?}") != format!("{t:?}") => bail_input!(
+                        "{}: applied transform {t:?} to ({d}, {r}) but another shard applied {old:?}; rerun the shards with one privalign version",
+                        dir.display()
+                    ),
+                    _ => {
+                        slot.insert(r.clone(), t.clone());
+                    }
+                }
+            }
+        }
+        for (d, g) in &m.gen_seconds_mean {
+            gen_mean.insert(d.clone(), *g);
+        }
+    }
+
+    if out.exists() {
+        if same_results(out, &m0.config_hash) {
+            return Ok(MergeOutcome {
+                out: out.to_path_buf(),
+                shards: n,
+                cells: 0,
+                seconds: start.elapsed().as_secs_f64(),
+                up_to_date: true,
+            });
+        }
+        bail_input!(
+            "{}: already exists and does not hold these results; choose another --out (merge never replaces a directory)",
+            out.display()
+        );
+    }
+    let stage = StagedDir::new(out, false)?;
+    let dir = stage.path();
+
+    let mut summary = Vec::new();
+    let mut cells = 0usize;
+    let cell_files: Vec<_> = files
+        .iter()
+        .filter_map(|(u, f)| match u.kind {
+            UnitKind::Cells { n_index } => Some((*u, n_index, f)),
+            UnitKind::Fsrc => None,
+        })
+        .collect();
+    let Some((_, _, first)) = cell_files.first() else {
+        bail_input!("the shards' config has no cells to merge");
+    };
+    let schema = read_frame(first)?.schema().as_ref().clone();
+    write_frames(
+        &dir.join(CELLS_FILE),
+        &schema,
+        cell_files.iter().map(|(u, ni, f)| {
+            let (di, ri) = (u.dataset, u.reward_model);
+            let nv = exp.n_values[*ni];
+            let df = read_frame(f)?;
+            let chunk = read_chunk(&df, f, &exp, di, ri, nv)?;
+            let t = transforms
+                .get(&exp.datasets[di].name)
+                .and_then(|m| m.get(&exp.reward_models[ri].name))
+                .with_context(|| format!("{}: no shard recorded its transform", f.display()))?;
+            summary.extend(summarise(
+                &chunk,
+                &exp.reward_models[ri].privacy,
+                &t.kind,
+                t.data_dependent,
+            ));
+            cells += chunk.rows();
+            Ok(df)
+        }),
+    )?;
+    write_frame(&dir.join(SUMMARY_FILE), &mut summary_frame(&summary)?)?;
+    let mut written = vec![CELLS_FILE, SUMMARY_FILE];
+    if exp.config.fsrc.is_some() {
+        let mut rows = Vec::new();
+        for (u, f) in &files {
+            if u.kind == UnitKind::Fsrc {
+                rows.extend(read_fsrc(f)?);
+            }
+        }
+        write_frame(&dir.join(FSRC_FILE), &mut fsrc_frame(&rows)?)?;
+        written.push(FSRC_FILE);
+    }
+    let mut hashes = BTreeMap::new();
+    for f in written {
+        hashes.insert(f.to_string(), sha256_file(&dir.join(f))?);
+    }
+    let mut stages = BTreeMap::new();
+    stages.insert(
+        "shards_total".to_string(),
+        set.shards.iter().map(|(_, m)| m.seconds).sum::<f64>(),
+    );
+    stages.insert("merge".to_string(), start.elapsed().as_secs_f64());
+    let manifest = ResultsManifest {
+        experiment: exp.name.clone(),
+        privalign_version: env!("CARGO_PKG_VERSION").to_string(),
+        git_commit: git_commit(),
+        config_path: m0.config_path.clone(),
+        config_hash: m0.config_hash.clone(),
+        config: m0.config.clone(),
+        n_values: exp.n_values.clone(),
+        datasets: exp
+            .datasets
+            .iter()
+            .zip(&m0.datasets)
+            .map(|(d, h)| DatasetRecord {
+                name: d.name.clone(),
+                path: d.dir.display().to_string(),
+                scores_sha256: h.scores_sha256.clone(),
+                prompts: d.manifest.counts.prompts,
+                responses: d.manifest.counts.responses,
+                gen_seconds_mean: gen_mean.get(&d.name).copied().flatten(),
+            })
+            .collect(),
+        transforms,
+        seed: exp.config.seed,
+        threads: set.shards.iter().map(|(_, m)| m.threads).max().unwrap_or(1),
+        host: host(),
+        stages,
+        resumed_chunks: set.shards.iter().map(|(_, m)| m.resumed_units).sum(),
+        computed_chunks: set.shards.iter().map(|(_, m)| m.computed_units).sum(),
+        files: hashes,
+        merged_shards: Some(n),
+    };
+    write_atomic(
+        &dir.join(MANIFEST_FILE),
+        yaml_serde::to_string(&manifest)?.as_bytes(),
+    )?;
+    stage.commit()?;
+    Ok(MergeOutcome {
+        out: out.to_path_buf(),
+        shards: n,
+        cells,
+        seconds: start.elapsed().as_secs_f64(),
+        up_to_date: false,
+    })
+}
