@@ -114,6 +114,9 @@ pub struct PlotArgs {
     /// Output directory (default: <first RESULTS>/plots).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Replace <kind>.png/.svg if they exist.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Plot kinds (design §11).
@@ -154,6 +157,9 @@ pub struct TableArgs {
     /// Write to FILE (atomically) instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Replace FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Table kinds (design §11).
@@ -330,6 +336,9 @@ pub struct BudgetArgs {
     /// Also write the LaTeX rendering to this file.
     #[arg(long, value_name = "FILE")]
     pub latex: Option<PathBuf>,
+    /// Replace the --latex file if it exists.
+    #[arg(long)]
+    pub force: bool,
     /// Build the table from a sweep's results directory: privacy parameters from its
     /// manifest, each σ's PrivITP mean halting time at --n from its summary.
     #[arg(long, value_name = "DIR")]
@@ -730,14 +739,14 @@ pub fn run(cli: Cli) -> Result<()> {
             let start = Instant::now();
             let report = ingest(&ingest_options(*a)?)?;
             let m = &report.manifest;
-            println!(
+            crate::outln!(
                 "ingested {} prompts, {} responses, reward models [{}] into {}",
                 m.counts.prompts,
                 m.counts.responses,
                 m.reward_models.join(", "),
                 report.out.display()
-            );
-            println!(
+            )?;
+            crate::outln!(
                 "responses per prompt {}..{} (median {}); base accuracy {:.4} (mean over prompts); correctness {}{}",
                 m.counts.responses_per_prompt_min,
                 m.counts.responses_per_prompt_max,
@@ -749,12 +758,12 @@ pub fn run(cli: Cli) -> Result<()> {
                 } else {
                     String::new()
                 }
-            );
+            )?;
             eprintln!("ingest took {:.2} s", start.elapsed().as_secs_f64());
         }
         Command::Describe(a) => {
             let table = crate::data::describe::describe(&a.dataset)?;
-            print!("{}", table.render(a.format));
+            crate::out!("{}", table.render(a.format))?;
         }
         Command::Synth(a) => {
             let (p, n) = a.size.dims();
@@ -769,18 +778,21 @@ pub fn run(cli: Cli) -> Result<()> {
             };
             let start = Instant::now();
             let out = synth(&opts)?;
-            println!(
+            crate::outln!(
                 "wrote {} prompts × {} responses ({:?} preset) to {}",
                 opts.prompts,
                 opts.responses,
                 opts.preset,
                 out.display()
-            );
+            )?;
             eprintln!("synth took {:.2} s", start.elapsed().as_secs_f64());
         }
         Command::Budget(a) => {
+            if let Some(path) = &a.latex {
+                crate::fsutil::check_new_file(path, "--latex", a.force)?;
+            }
             let table = budget(&a)?;
-            print!("{}", table.render(a.format));
+            crate::out!("{}", table.render(a.format))?;
             if let Some(path) = &a.latex {
                 write_atomic(path, table.render(Format::Latex).as_bytes())?;
                 eprintln!("wrote {}", path.display());
@@ -805,6 +817,9 @@ pub fn run(cli: Cli) -> Result<()> {
             pipeline::reproduce(&experiment_options(&a.exp, a.resume, !a.no_progress)?)?;
         }
         Command::Table(a) => {
+            if let Some(path) = &a.out {
+                crate::fsutil::check_new_file(path, "--out", a.force)?;
+            }
             let kind = match a.kind {
                 TableKindArg::Lift => Some(TableKind::Lift),
                 TableKindArg::Winrate => Some(TableKind::Winrate),
@@ -832,7 +847,7 @@ pub fn run(cli: Cli) -> Result<()> {
                     write_atomic(path, text.as_bytes())?;
                     eprintln!("wrote {}", path.display());
                 }
-                None => print!("{text}"),
+                None => crate::out!("{text}")?,
             }
         }
         Command::Check(a) => {
@@ -855,6 +870,10 @@ pub fn run(cli: Cli) -> Result<()> {
                 PlotKindArg::Audit => None, // read from audit.json
             };
             let out = a.out.clone().unwrap_or_else(|| a.results[0].join("plots"));
+            let stem = out.join(kind.map_or("audit", crate::report::plots::stem));
+            for ext in ["png", "svg"] {
+                crate::fsutil::check_new_file(&stem.with_extension(ext), "plot", a.force)?;
+            }
             let png = match kind {
                 None => crate::audit::view::plot(&a.results, &out)?,
                 Some(kind) => pipeline::plot(
@@ -868,11 +887,11 @@ pub fn run(cli: Cli) -> Result<()> {
                     &out,
                 )?,
             };
-            println!(
+            crate::outln!(
                 "wrote {} and {}",
                 png.display(),
                 png.with_extension("svg").display()
-            );
+            )?;
         }
         Command::Slurm(a) => {
             let a = *a;
@@ -894,7 +913,7 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Fsrc(a) => {
             let table = pipeline::fsrc(&experiment_options(&a.exp, false, false)?)?;
-            print!("{}", table.render(a.format));
+            crate::out!("{}", table.render(a.format))?;
         }
         Command::Audit(a) => crate::audit::command::run(&a)?,
     }

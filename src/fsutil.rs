@@ -209,6 +209,25 @@ impl Drop for StagedDir {
     }
 }
 
+/// Checks before writing the user-named output file `path` (given by
+/// `flag`): refuse an existing file without `force`, and a directory —
+/// before any work is done.
+pub fn check_new_file(path: &Path, flag: &str, force: bool) -> Result<()> {
+    if path.is_dir() {
+        bail_input!(
+            "{}: is a directory; {flag} takes a file path",
+            path.display()
+        );
+    }
+    if path.exists() && !force {
+        bail_input!(
+            "{}: already exists; choose another path or pass --force to replace it",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 /// Write `bytes` to `path` atomically (temporary sibling, fsync, rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;

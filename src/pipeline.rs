@@ -5,16 +5,19 @@
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
+use crate::config::hash::{cells_hash, config_hash};
 use crate::config::{self, Experiment};
-use crate::fsutil::write_atomic;
+use crate::fsutil::{sha256_file, write_atomic};
 use crate::report::format::{Format, Table};
 use crate::report::fsrc::fsrc_table;
 use crate::report::plots::{self, PlotOptions};
 use crate::report::tables::{self, TableOptions};
 use crate::results::fsrc::FSRC_FILE;
+use crate::results::manifest::MANIFEST_FILE;
 use crate::results::parquet_io::write_frame;
 use crate::results::read::read_results_set;
-use crate::sweep::run::{SweepOptions, SweepOutcome, fsrc_only, sweep as run_sweep};
+use crate::sweep::run::{SweepOptions, SweepOutcome, fsrc_only, sweep_staged};
+use crate::sweep::staging::{Staging, dataset_hashes, old_manifest, recorded_datasets};
 
 /// Flags shared by sweep, reproduce and fsrc.
 #[derive(Clone, Debug)]
@@ -51,8 +54,9 @@ fn out_dir(o: &ExperimentOptions, exp: &Experiment) -> PathBuf {
         .unwrap_or_else(|| Path::new("results").join(&exp.name))
 }
 
-/// `privalign sweep`.
-pub fn sweep(o: &ExperimentOptions) -> Result<(Experiment, SweepOutcome)> {
+/// The experiment of `sweep`/`reproduce`: loaded, with algorithms to sweep,
+/// its units plan printed.
+fn sweep_experiment(o: &ExperimentOptions) -> Result<Experiment> {
     let exp = load_experiment(&o.config, &o.sets)?;
     if exp.algorithms.is_empty() {
         crate::bail_input!(
@@ -62,20 +66,35 @@ pub fn sweep(o: &ExperimentOptions) -> Result<(Experiment, SweepOutcome)> {
         );
     }
     print_units_plan(&exp);
-    let opts = SweepOptions {
-        out: out_dir(o, &exp),
+    Ok(exp)
+}
+
+/// `privalign sweep`.
+pub fn sweep(o: &ExperimentOptions) -> Result<(Experiment, SweepOutcome)> {
+    let exp = sweep_experiment(o)?;
+    let (r, staging) = sweep_staged(&exp, &sweep_options(o, &exp), "sweep")?;
+    staging.commit()?;
+    print_outcome(&r)?;
+    Ok((exp, r))
+}
+
+fn sweep_options(o: &ExperimentOptions, exp: &Experiment) -> SweepOptions {
+    SweepOptions {
+        out: out_dir(o, exp),
         threads: o.threads,
         resume: o.resume,
         progress: o.progress,
-    };
-    let r = run_sweep(&exp, &opts)?;
+    }
+}
+
+fn print_outcome(r: &SweepOutcome) -> Result<()> {
     if r.up_to_date {
-        println!(
+        crate::outln!(
             "{}: results are complete for this config; nothing to do (rerun without --resume to recompute)",
             r.out.display()
-        );
+        )?;
     } else {
-        println!(
+        crate::outln!(
             "wrote {} cells ({} chunks computed, {} resumed){} to {} in {:.1} s",
             r.cells,
             r.computed_chunks,
@@ -87,12 +106,19 @@ pub fn sweep(o: &ExperimentOptions) -> Result<(Experiment, SweepOutcome)> {
             },
             r.out.display(),
             r.seconds
-        );
+        )?;
     }
-    Ok((exp, r))
+    Ok(())
 }
 
 /// `privalign fsrc`: only the FSRC section; writes `<out>/fsrc.parquet`.
+///
+/// Into finished results (a results manifest in `<out>`) only when they were
+/// swept from the same config and data (equal config hash; the `fsrc:`
+/// section is not part of it): then fsrc.parquet is replaced and the
+/// manifest updated with its hash and the new `fsrc:` section, both swapped
+/// in together, so `check` keeps passing. Results of another config are
+/// refused (exit 2) instead of being left with a stale manifest.
 pub fn fsrc(o: &ExperimentOptions) -> Result<Table> {
     let exp = load_experiment(&o.config, &o.sets)?;
     if exp.config.fsrc.is_none() {
@@ -102,22 +128,67 @@ pub fn fsrc(o: &ExperimentOptions) -> Result<Table> {
         );
     }
     print_units_plan(&exp);
+    let out = out_dir(o, &exp);
+    let staging = Staging::begin(&out, "fsrc", &[FSRC_FILE.to_string()])?;
+    let old = old_manifest(&out)?;
+    let datasets = dataset_hashes(&exp)?;
+    if let Some(m) = &old {
+        // The cells hash leaves out `fsrc:` (and names, reports): equal
+        // means these results were swept from this config and data.
+        let mine = cells_hash(&exp.config, &datasets)?;
+        let theirs = cells_hash(&m.config, &recorded_datasets(m))?;
+        if mine != theirs {
+            crate::bail_input!(
+                "{}: holds the finished results of another config or data (cells hash {theirs} ≠ {mine} of {}); writing fsrc.parquet there would leave its manifest describing a different run — rerun `privalign sweep` with this config, or give fsrc another --out",
+                out.display(),
+                o.config.display()
+            );
+        }
+    }
     let threads = o.threads.unwrap_or_else(rayon::current_num_threads);
     let rows = fsrc_only(&exp, threads)?;
-    let out = out_dir(o, &exp);
-    std::fs::create_dir_all(&out)?;
-    let path = out.join(FSRC_FILE);
-    write_frame(&path, &mut crate::results::fsrc::fsrc_frame(&rows)?)?;
-    eprintln!("wrote {} FSRC runs to {}", rows.len(), path.display());
+    let staged = staging.result_dir()?;
+    write_frame(
+        &staged.join(FSRC_FILE),
+        &mut crate::results::fsrc::fsrc_frame(&rows)?,
+    )?;
+    if let Some(mut m) = old {
+        m.config.fsrc = exp.config.fsrc.clone();
+        m.config_hash = config_hash(&m.config, &recorded_datasets(&m))?;
+        m.files
+            .insert(FSRC_FILE.into(), sha256_file(&staged.join(FSRC_FILE))?);
+        write_atomic(
+            &staged.join(MANIFEST_FILE),
+            yaml_serde::to_string(&m)?.as_bytes(),
+        )?;
+    }
+    staging.commit()?;
+    eprintln!(
+        "wrote {} FSRC runs to {}",
+        rows.len(),
+        out.join(FSRC_FILE).display()
+    );
     Ok(fsrc_table(&rows))
 }
 
 /// `privalign reproduce`: sweep, then every table and plot the config's
 /// `reports` section asks for, into `<out>/tables` and `<out>/plots`.
+///
+/// The tables and plots are rendered into the staged results and swapped in
+/// with them, so a failing report leaves the old results (and their reports)
+/// as they were.
 pub fn reproduce(o: &ExperimentOptions) -> Result<()> {
-    let (exp, outcome) = sweep(o)?;
-    let set = read_results_set(std::slice::from_ref(&outcome.out))?;
-    let tables_dir = outcome.out.join("tables");
+    let exp = sweep_experiment(o)?;
+    let (outcome, staging) = sweep_staged(&exp, &sweep_options(o, &exp), "reproduce")?;
+    let staged = staging.result_dir()?;
+    let results = if outcome.up_to_date {
+        outcome.out.clone()
+    } else {
+        staged.clone()
+    };
+    let set = read_results_set(&[results])?;
+    let mut wrote = Vec::new();
+    let tables_dir = staged.join("tables");
     let table_stems = crate::config::report_names::table_stems(&exp.config.reports);
     let plot_stems = crate::config::report_names::plot_stems(&exp.config.reports);
     for (t, stem) in exp.config.reports.tables.iter().zip(&table_stems) {
@@ -139,7 +210,7 @@ pub fn reproduce(o: &ExperimentOptions) -> Result<()> {
             &tables_dir.join(format!("{stem}.md")),
             table.render(Format::Markdown).as_bytes(),
         )?;
-        println!("wrote {}", path.display());
+        wrote.push(format!("tables/{stem}.tex"));
     }
     for (p, stem) in exp.config.reports.plots.iter().zip(&plot_stems) {
         let png = plots::plot_as(
@@ -150,11 +221,17 @@ pub fn reproduce(o: &ExperimentOptions) -> Result<()> {
                 sigma: p.sigma,
                 beta: p.beta,
             },
-            &outcome.out.join("plots"),
+            &staged.join("plots"),
             stem,
         )
         .map_err(|e| e.context(format!("rendering the {:?} plot", p.kind)))?;
-        println!("wrote {} (+ .svg)", png.display());
+        let name = png.file_name().unwrap_or_default().to_string_lossy();
+        wrote.push(format!("plots/{name} (+ .svg)"));
+    }
+    staging.commit()?;
+    print_outcome(&outcome)?;
+    for w in wrote {
+        crate::outln!("wrote {}", outcome.out.join(w).display())?;
     }
     Ok(())
 }
@@ -223,7 +300,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<()> {
 pub fn slurm(o: &crate::slurm::SlurmOptions) -> Result<()> {
     let exp = load_experiment(&o.config, &o.sets)?;
     let outcome = crate::slurm::submit(o, &exp.name)?;
-    print!("{}", crate::slurm::report(&outcome));
+    crate::out!("{}", crate::slurm::report(&outcome))?;
     Ok(())
 }
 
@@ -243,16 +320,16 @@ pub fn table(dirs: &[PathBuf], o: &TableOptions) -> Result<Table> {
 /// (exit 1) naming each number that moved and each claim that failed.
 pub fn check(o: &crate::check::CheckOptions) -> Result<()> {
     let r = crate::check::check(o)?;
-    print!("{}", r.table.render(Format::Table));
+    crate::out!("{}", r.table.render(Format::Table))?;
     let mut bad = r.failed.clone();
     for c in &r.claims {
-        println!(
+        crate::outln!(
             "{} {} [{}]: {}",
             if c.pass { "PASS" } else { "FAIL" },
             c.claim,
             c.scope,
             c.detail
-        );
+        )?;
         if !c.pass {
             bad.push(format!("claim `{}` [{}]", c.claim, c.scope));
         }
@@ -260,7 +337,7 @@ pub fn check(o: &crate::check::CheckOptions) -> Result<()> {
     if !bad.is_empty() {
         anyhow::bail!("{} check(s) failed:\n  {}", bad.len(), bad.join("\n  "));
     }
-    println!(
+    crate::outln!(
         "all {} numbers within tolerance{}",
         r.table.rows.len(),
         if r.claims.is_empty() {
@@ -268,6 +345,6 @@ pub fn check(o: &crate::check::CheckOptions) -> Result<()> {
         } else {
             format!("; all {} claims hold", r.claims.len())
         }
-    );
+    )?;
     Ok(())
 }

@@ -561,7 +561,11 @@ fn existing_output_is_kept_without_force() {
     a.push("--force".into());
     ok(&ingest(&a, &out));
     assert!(out.join("scores.parquet").exists());
-    assert!(!out.join("keep.txt").exists());
+    // --force replaces only what ingest writes: the user's file stays.
+    assert_eq!(
+        std::fs::read_to_string(out.join("keep.txt")).unwrap(),
+        "mine"
+    );
 }
 
 #[test]

@@ -314,7 +314,7 @@ pub fn run(a: &AuditArgs) -> Result<()> {
         records.extend(r);
     }
     match a.format {
-        AuditFormat::Json => println!("{}", serde_json::to_string_pretty(&records)?),
+        AuditFormat::Json => crate::outln!("{}", serde_json::to_string_pretty(&records)?)?,
         AuditFormat::Text => {
             let caption = format!(
                 "Privacy audit: claimed ε (accountant), exact ε of the worst pair, empirical lower bound at confidence {} from {} runs per input; n = {}, R_max = {}, Δ_r = {}, δ = {} (PrivITP/FSRC).",
@@ -325,20 +325,20 @@ pub fn run(a: &AuditArgs) -> Result<()> {
                 cfg.delta_r.unwrap_or(cfg.r_max),
                 cfg.delta
             );
-            print!(
+            crate::out!(
                 "{}",
                 records_table(&records, caption).render(crate::report::format::Format::Table)
-            );
+            )?;
             for r in &records {
                 if r.eps_lower_bound > r.claimed_eps {
-                    println!(
+                    crate::outln!(
                         "VIOLATION: {} σ = {}{}: ε_LB {:.4} > claimed {:.4}",
                         r.mechanism,
                         r.sigma,
                         r.t.map_or(String::new(), |t| format!(" t = {t}")),
                         r.eps_lower_bound,
                         r.claimed_eps
-                    );
+                    )?;
                 }
             }
         }

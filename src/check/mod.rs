@@ -3,6 +3,7 @@
 //! the reference deliberately and prints what changed.
 
 pub mod claims;
+pub mod integrity;
 pub mod reference;
 
 use anyhow::{Result, bail};
@@ -33,12 +34,13 @@ pub struct CheckOptions {
 fn recompute(dir: &Path, threads: Option<usize>) -> Result<(ResultsSet, tempfile_dir::Scratch)> {
     let set = read_results_set(&[dir.to_path_buf()])?;
     let m = &set.dirs[0].manifest;
-    let exp = Experiment::resolve(m.config.clone(), Path::new(&m.config_path))?;
+    let config_path = integrity::locate_config(dir, &m.config_path);
+    let exp = Experiment::resolve(m.config.clone(), &config_path)?;
     let scratch = tempfile_dir::Scratch::new()?;
     eprintln!(
         "check: recomputing {} from {} into {}",
         dir.display(),
-        m.config_path,
+        config_path.display(),
         scratch.path().display()
     );
     sweep(
@@ -238,6 +240,18 @@ pub fn check(o: &CheckOptions) -> Result<CheckReport> {
         .reference
         .clone()
         .unwrap_or_else(|| o.results.join(REFERENCE_FILE));
+    let given = crate::results::read::read_results(&o.results)?;
+    let v = integrity::verify(&o.results, &given.manifest)?;
+    eprintln!(
+        "check: {}: {} file(s) match the SHA-256 in its manifest{}",
+        o.results.display(),
+        v.files,
+        if v.config_hash {
+            "; config hash verified"
+        } else {
+            "; config hash not recomputed (made by another privalign version)"
+        }
+    );
     let (set, _scratch) = if o.recompute {
         let (s, d) = recompute(&o.results, o.threads)?;
         (s, Some(d))
@@ -290,17 +304,17 @@ pub fn check(o: &CheckOptions) -> Result<CheckReport> {
             if before != Some(n.value) {
                 changed += 1;
                 match before {
-                    Some(b) => println!("~ {}: {b} → {}", n.name, n.value),
-                    None => println!("+ {}: {}", n.name, n.value),
+                    Some(b) => crate::outln!("~ {}: {b} → {}", n.name, n.value)?,
+                    None => crate::outln!("+ {}: {}", n.name, n.value)?,
                 }
             }
         }
         write_atomic(&ref_path, yaml_serde::to_string(&new)?.as_bytes())?;
-        println!(
+        crate::outln!(
             "wrote {} ({} numbers, {changed} changed)",
             ref_path.display(),
             new.numbers.len()
-        );
+        )?;
     }
     let reference = match (&old, o.update) {
         (_, true) => yaml_serde::from_str(&std::fs::read_to_string(&ref_path)?)?,

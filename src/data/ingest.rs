@@ -23,12 +23,13 @@ use std::path::{Path, PathBuf};
 use super::cols;
 use super::ids::{IdRole, ResponseKeys, response_ids};
 use super::nested_jsonl::{NestedKeys, read_nested_jsonl};
+use super::output;
 use super::prepared::{
     self, BaseAccuracy, Counts, DatasetManifest, SourceFileInfo, SourceInfo, prompt_offsets,
 };
 use super::read::{self, SourceFile};
 use crate::bail_input;
-use crate::fsutil::{StagedDir, sha256_file, write_atomic};
+use crate::fsutil::sha256_file;
 
 /// Which of the three input forms to read.
 #[derive(Clone, Debug)]
@@ -95,12 +96,16 @@ pub struct IngestReport {
 
 /// Run ingest end to end. Nothing is written unless every check passes.
 pub fn ingest(opts: &IngestOptions) -> Result<IngestReport> {
-    // Refuse an existing output before doing any work.
-    if opts.out.exists() && !opts.force {
-        bail_input!(
-            "{}: already exists; choose another --out or pass --force to replace it",
-            opts.out.display()
-        );
+    // Refuse a bad or existing output before doing any work.
+    output::check_out(&opts.out, opts.force)?;
+    for (what, v) in [
+        ("--name", &opts.name),
+        ("--policy", &opts.policy),
+        ("--task", &opts.task),
+    ] {
+        if let Some(v) = v {
+            output::check_text(what, v)?;
+        }
     }
     let (frame, reward_models, form, files) = match &opts.source {
         IngestSource::ParquetPair { responses, rewards } => {
@@ -152,7 +157,10 @@ pub fn ingest(opts: &IngestOptions) -> Result<IngestReport> {
         IngestSource::Table { path, .. } => SourceFile::rows(path),
         IngestSource::NestedJsonl { path, .. } => SourceFile::lines(path),
     };
+    let inputs: Vec<PathBuf> = files.iter().map(|(_, p)| p.clone()).collect();
+    output::check_ownership(&opts.out, &inputs)?;
     let (frame, dropped) = handle_unscored(frame, &reward_models, &primary, opts.drop_unscored)?;
+    check_f32_range(&frame, &reward_models, &primary, &files)?;
     let offsets = check_prompt_sizes(&frame, &primary)?;
     let mut out_df = output_frame(&frame, &reward_models)?;
     drop(frame);
@@ -176,16 +184,17 @@ pub fn ingest(opts: &IngestOptions) -> Result<IngestReport> {
         dropped,
     )?;
 
-    let stage = StagedDir::new(&opts.out, opts.force)?;
-    let scores = stage.path().join(prepared::SCORES_FILE);
-    let f = File::create(&scores).with_context(|| format!("creating {}", scores.display()))?;
+    let stage = output::PreparedOutput::new(&opts.out, opts.force)?;
+    let scores = stage.scores();
+    let f = File::create(scores).with_context(|| format!("creating {}", scores.display()))?;
     ParquetWriter::new(f)
         .with_compression(ParquetCompression::Zstd(None))
         .finish(&mut out_df)
         .map_err(anyhow::Error::from)
         .with_context(|| format!("writing {}", scores.display()))?;
     let yaml = yaml_serde::to_string(&manifest)?;
-    write_atomic(&stage.path().join(prepared::MANIFEST_FILE), yaml.as_bytes())?;
+    std::fs::write(stage.manifest(), yaml.as_bytes())
+        .with_context(|| format!("writing {}", stage.manifest().display()))?;
     stage.commit()?;
     Ok(IngestReport {
         out: opts.out.clone(),
@@ -210,7 +219,7 @@ fn canonical_from_pair(
         names.push(n.clone());
     }
     let src = SourceFile::rows(responses);
-    let raw = read::read_table(responses)?;
+    let raw = read::read_table_ids(responses, None, &[cols::PROMPT_ID, cols::RESPONSE_ID])?;
     let fix_cols = "the responses file needs prompt_id, response_id and correct columns (or use --table with --prompt-col/--correct-col to name other columns)";
     let mut columns = vec![read::prompt_id_column(
         read::require_column(&raw, &src, cols::PROMPT_ID, fix_cols)?,
@@ -274,7 +283,7 @@ fn read_reward_file(
     keys: Option<&ResponseKeys>,
 ) -> Result<(DataFrame, SourceFile, String)> {
     let src = SourceFile::rows(path);
-    let raw = read::read_table(path)?;
+    let raw = read::read_table_ids(path, None, &[cols::PROMPT_ID, cols::RESPONSE_ID])?;
     let fix = "a reward file needs prompt_id, response_id and reward columns";
     let pid = read::prompt_id_column(
         read::require_column(&raw, &src, cols::PROMPT_ID, fix)?,
@@ -585,7 +594,8 @@ fn canonical_from_table(
         bail_input!("no reward columns given; pass --reward-col NAME=COLUMN once per reward model");
     }
     let src = SourceFile::rows(path);
-    let raw = read::read_table_with(path, separator)?;
+    let ids: Vec<&str> = std::iter::once(prompt_col).chain(response_col).collect();
+    let raw = read::read_table_ids(path, separator, &ids)?;
     let pid = read::prompt_id_column(
         read::require_column(&raw, &src, prompt_col, "pass the right --prompt-col")?,
         &src,
@@ -758,6 +768,54 @@ fn check_prompt_sizes(frame: &DataFrame, src: &SourceFile) -> Result<Vec<usize>>
         );
     }
     Ok(offsets)
+}
+
+/// Prepared scores are float32 (design §4): half the memory of the engine's
+/// pools, and ample precision for reward-model scores. A value beyond
+/// float32's range (±3.4e38) would be stored as ±inf and turn every lift
+/// into NaN, so it is refused here, naming its file, row and column.
+fn check_f32_range(
+    frame: &DataFrame,
+    reward_models: &[String],
+    primary: &SourceFile,
+    files: &[(String, PathBuf)],
+) -> Result<()> {
+    let limit = f64::from(f32::MAX);
+    let mut columns: Vec<(&str, String)> = reward_models
+        .iter()
+        .map(|m| (m.as_str(), format!("reward ({m})")))
+        .collect();
+    if frame.column(cols::GEN_SECONDS).is_ok() {
+        columns.push((cols::GEN_SECONDS, "gen_seconds".into()));
+    }
+    for (col, what) in columns {
+        let ca = frame.column(col)?.cast(&DataType::Float64)?;
+        let ca = ca.f64()?;
+        let bad = ca.iter().position(|v| v.is_some_and(|x| x.abs() > limit));
+        if let Some(i) = bad {
+            let value = ca.get(i).unwrap_or(f64::NAN);
+            // Form 1 keeps each reward in its own file: name that file.
+            let reward_file = files
+                .iter()
+                .find(|(role, _)| role.strip_prefix("rewards:") == Some(col))
+                .map(|(_, p)| p);
+            let at = match reward_file {
+                Some(p) => {
+                    let (prompt, response) = ids_at(frame, i)?;
+                    format!(
+                        "{}: the row of (prompt {prompt:?}, response {response})",
+                        p.display()
+                    )
+                }
+                None => primary.locate(frame, i),
+            };
+            bail_input!(
+                "{at}: {what} is {value:e}, beyond float32's range (±{:e}) in which prepared scores are stored; rescale the column",
+                f32::MAX
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The frame written to `scores.parquet` (design §4 types and order).

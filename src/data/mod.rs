@@ -15,6 +15,7 @@ pub mod ids;
 pub mod ingest;
 pub mod nested_jsonl;
 pub mod open;
+pub mod output;
 pub mod prepared;
 pub mod read;
 pub mod synth;

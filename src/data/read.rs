@@ -169,6 +169,16 @@ pub fn read_table(path: &Path) -> Result<DataFrame> {
 
 /// [`read_table`] with a field separator for delimited text (`--separator`).
 pub fn read_table_with(path: &Path, separator: Option<u8>) -> Result<DataFrame> {
+    read_table_ids(path, separator, &[])
+}
+
+/// [`read_table_with`], reading the id columns named in `ids` of delimited
+/// text as text: ids are identifiers, so `007` must not become the number 7
+/// and merge with another row's `7`. A text id column whose every value is
+/// a plain integer (no sign, no leading zero) is then typed as integers, so a
+/// CSV gives the same dataset as its parquet form; any other keeps its text
+/// (`007` and `7` stay two ids).
+pub fn read_table_ids(path: &Path, separator: Option<u8>, ids: &[&str]) -> Result<DataFrame> {
     let format = TableFormat::from_path(path, separator)?;
     let meta = std::fs::metadata(path).map_err(|e| {
         input_error(format!(
@@ -195,6 +205,7 @@ pub fn read_table_with(path: &Path, separator: Option<u8>) -> Result<DataFrame> 
                 .with_has_header(true)
                 .with_infer_schema_length(Some(100_000))
                 .map_parse_options(|o| o.with_separator(sep))
+                .with_schema_overwrite(csv_id_schema(path, sep, ids))
                 .try_into_reader_with_file_path(Some(path.to_path_buf()))
                 .and_then(|r| r.finish())
                 .map_err(|e| {
@@ -235,7 +246,49 @@ pub fn read_table_with(path: &Path, separator: Option<u8>) -> Result<DataFrame> 
     if df.height() == 0 {
         bail_input!("{}: the file has no rows", path.display());
     }
-    with_source_rows(df)
+    with_source_rows(plain_integer_ids(df, ids)?)
+}
+
+/// Text id columns whose values are all plain integers, as Int64.
+fn plain_integer_ids(mut df: DataFrame, ids: &[&str]) -> Result<DataFrame> {
+    let plain = |s: &str| {
+        let digits = s.strip_prefix('-').unwrap_or(s);
+        !digits.is_empty()
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && (digits == "0" || !digits.starts_with('0'))
+            && s != "-0"
+            && s.parse::<i64>().is_ok()
+    };
+    for name in ids {
+        let Ok(col) = df.column(name) else { continue };
+        let Ok(ca) = col.str() else { continue };
+        if ca.iter().all(|v| v.is_none_or(plain)) {
+            let ints: Vec<Option<i64>> =
+                ca.iter().map(|v| v.and_then(|s| s.parse().ok())).collect();
+            df.with_column(Column::new((*name).into(), ints))?;
+        }
+    }
+    Ok(df)
+}
+
+/// A schema overwrite typing the id columns present in the CSV header as text.
+fn csv_id_schema(path: &Path, sep: u8, ids: &[&str]) -> Option<SchemaRef> {
+    use std::io::BufRead;
+    if ids.is_empty() {
+        return None;
+    }
+    let mut header = String::new();
+    std::io::BufReader::new(File::open(path).ok()?)
+        .read_line(&mut header)
+        .ok()?;
+    let header = header.trim_start_matches('\u{feff}').trim_end();
+    let fields: Vec<Field> = header
+        .split(char::from(sep))
+        .map(|h| h.trim().trim_matches('"'))
+        .filter(|h| ids.contains(h))
+        .map(|h| Field::new(h.into(), DataType::String))
+        .collect();
+    (!fields.is_empty()).then(|| Arc::new(Schema::from_iter(fields)))
 }
 
 /// Add the 1-based source row number column.

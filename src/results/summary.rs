@@ -210,6 +210,45 @@ pub fn summary_frame(rows: &[SummaryRow]) -> Result<DataFrame> {
     Ok(DataFrame::new_infer_height(columns)?)
 }
 
+/// Fail (exit 1, not an input error: the inputs passed validation) when any
+/// summary statistic is NaN or infinite, naming the cell. Exit 0 means every
+/// number in the results is a number; a non-finite one that slipped past
+/// the up-front parameter checks is a bug to report, never a table entry.
+pub fn ensure_finite(rows: &[SummaryRow]) -> Result<()> {
+    for r in rows {
+        let named = STATS
+            .iter()
+            .enumerate()
+            .flat_map(|(k, s)| {
+                [
+                    (format!("{s}_mean"), r.stats[k].mean),
+                    (format!("{s}_se"), r.stats[k].se),
+                ]
+            })
+            .chain([("eps_max".to_string(), r.eps_max)]);
+        for (name, v) in named {
+            if let Some(x) = v.filter(|x| !x.is_finite()) {
+                anyhow::bail!(
+                    "internal error: {name} = {x} in the cell (dataset {}, reward model {}, algorithm {}{}{}, n = {}); no results were written — please report this with the config",
+                    r.dataset,
+                    r.reward_model,
+                    r.algorithm.name(),
+                    r.algorithm
+                        .sigma()
+                        .map(|s| format!(" σ = {s}"))
+                        .unwrap_or_default(),
+                    r.algorithm
+                        .beta()
+                        .map(|b| format!(" β = {b}"))
+                        .unwrap_or_default(),
+                    r.n
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,5 +261,31 @@ mod tests {
         assert!((m.se.unwrap() - (14.0f64 / 3.0).sqrt() / 2.0).abs() < 1e-15);
         assert_eq!(mean_se(&[Some(2.0)]).se, None);
         assert_eq!(mean_se(&[Some(2.0), None]), MeanSe::default());
+    }
+
+    #[test]
+    fn a_nan_statistic_fails_naming_the_cell() {
+        let mut row = SummaryRow {
+            dataset: "d".into(),
+            reward_model: "rm".into(),
+            algorithm: Algorithm::PrivBon { sigma: 0.5 },
+            n: 8,
+            prompts: 2,
+            replicates: 1,
+            stats: [MeanSe {
+                mean: Some(1.0),
+                se: None,
+            }; 9],
+            eps_max: Some(4.0),
+            transform: "none".into(),
+            privacy_conditional: false,
+        };
+        ensure_finite(std::slice::from_ref(&row)).unwrap();
+        row.stats[8].mean = Some(f64::NAN);
+        let e = ensure_finite(&[row]).unwrap_err().to_string();
+        assert!(
+            e.contains("lift_mean = NaN") && e.contains("reward model rm") && e.contains("n = 8"),
+            "{e}"
+        );
     }
 }

@@ -10,6 +10,8 @@
 
 pub mod engine;
 pub mod fsrc;
+pub mod lock;
 pub mod run;
 pub mod seed;
+pub mod staging;
 pub mod transform;

@@ -9,11 +9,13 @@
 //! on (seed, dataset, reward model, prompt, n, replicate), a resumed run
 //! writes the same files as an uninterrupted one.
 //!
-//! **Never half-written.** A run first removes the previous result files
-//! (manifest first), writes each new file atomically, and writes
-//! `manifest.yaml` last, with the SHA-256 of every file it vouches for. An
-//! interrupted run (Ctrl-C, SIGKILL, a crash) therefore leaves no manifest
-//! and no result file that looks complete — only `.partial/`.
+//! **Never half-written, never destroyed early.** A run builds every result
+//! file in `<out>/.partial/result/` and swaps them in only when all are
+//! complete, `manifest.yaml` (with the SHA-256 of every file it vouches for)
+//! last; until then the old results stay complete and readable. An
+//! interrupted run (Ctrl-C, SIGKILL, a crash) leaves the old results and
+//! `.partial/`. The lock, the staging and what privalign may overwrite are
+//! in [`super::staging`].
 //!
 //! **Memory** is one dataset's scores, one reward model's pools and one
 //! chunk's metrics at a time; the cells file is assembled from the chunk
@@ -44,9 +46,8 @@ use crate::results::parquet_io::{read_frame, write_frame, write_frames};
 use crate::results::summary::{SUMMARY_FILE, SummaryRow, summarise, summary_frame};
 use crate::select::pool::Pool;
 
-/// Where interrupted runs keep their finished chunks.
-pub const PARTIAL_DIR: &str = ".partial";
-const HASH_FILE: &str = "config_hash";
+pub use super::staging::PARTIAL_DIR;
+use super::staging::Staging;
 
 /// Options of one sweep run.
 #[derive(Clone, Debug)]
@@ -224,14 +225,6 @@ pub fn fsrc_rows(
         .collect()
 }
 
-fn remove_if_exists(path: &Path) -> Result<()> {
-    match fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e).with_context(|| format!("removing {}", path.display())),
-    }
-}
-
 /// Whether `out` holds complete results (manifest present, every file it
 /// lists present with its hash) made under `hash`.
 fn complete_results(out: &Path, hash: &str) -> bool {
@@ -249,15 +242,43 @@ fn complete_results(out: &Path, hash: &str) -> bool {
 
 /// Run the sweep of `exp` and write its results to `opts.out`.
 pub fn sweep(exp: &Experiment, opts: &SweepOptions) -> Result<SweepOutcome> {
+    let (outcome, staging) = sweep_staged(exp, opts, "sweep")?;
+    staging.commit()?;
+    Ok(outcome)
+}
+
+/// Run the sweep of `exp` (as `command`, for the lock) up to the swap: the
+/// result files wait in `staging.result_dir()`, where `reproduce` adds its
+/// reports before [`Staging::commit`]. With `--resume` on complete results
+/// nothing is staged (`up_to_date`).
+pub fn sweep_staged(
+    exp: &Experiment,
+    opts: &SweepOptions,
+    command: &str,
+) -> Result<(SweepOutcome, Staging)> {
     let threads = opts.threads.unwrap_or_else(rayon::current_num_threads);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
         .context("starting the worker threads")?;
-    pool.install(|| sweep_in_pool(exp, opts, threads))
+    pool.install(|| sweep_in_pool(exp, opts, threads, command))
 }
 
-fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Result<SweepOutcome> {
+/// The result files a sweep of `exp` writes (relative to its `--out`).
+pub fn result_files(exp: &Experiment) -> Vec<String> {
+    let mut v = vec![MANIFEST_FILE, CELLS_FILE, SUMMARY_FILE];
+    if exp.config.fsrc.is_some() {
+        v.push(FSRC_FILE);
+    }
+    v.into_iter().map(String::from).collect()
+}
+
+fn sweep_in_pool(
+    exp: &Experiment,
+    opts: &SweepOptions,
+    threads: usize,
+    command: &str,
+) -> Result<(SweepOutcome, Staging)> {
     let start = Instant::now();
     let mut stages: BTreeMap<String, f64> = BTreeMap::new();
     let out = &opts.out;
@@ -270,9 +291,9 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
     let chunks_hash = crate::config::hash::cells_hash(&exp.config, &ds_hashes)?;
     stages.insert("hash_inputs".into(), hashing.elapsed().as_secs_f64());
 
-    fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let mut staging = Staging::begin(out, command, &result_files(exp))?;
     if opts.resume && complete_results(out, &hash) {
-        return Ok(SweepOutcome {
+        let up = SweepOutcome {
             out: out.clone(),
             cells: 0,
             computed_chunks: 0,
@@ -280,32 +301,10 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
             fsrc_runs: 0,
             seconds: start.elapsed().as_secs_f64(),
             up_to_date: true,
-        });
+        };
+        return Ok((up, staging));
     }
-    let partial = out.join(PARTIAL_DIR);
-    if opts.resume && partial.exists() {
-        let old = fs::read_to_string(partial.join(HASH_FILE)).unwrap_or_default();
-        if old.trim() != chunks_hash {
-            return Err(input_error(format!(
-                "{}: the unfinished run there was made with a different config or data (config hash {} ≠ {}); rerun without --resume to start over",
-                partial.display(),
-                if old.trim().is_empty() {
-                    "unknown"
-                } else {
-                    old.trim()
-                },
-                chunks_hash
-            )));
-        }
-    } else if partial.exists() {
-        fs::remove_dir_all(&partial)
-            .with_context(|| format!("removing the stale {}", partial.display()))?;
-    }
-    fs::create_dir_all(&partial).with_context(|| format!("creating {}", partial.display()))?;
-    write_atomic(&partial.join(HASH_FILE), chunks_hash.as_bytes())?;
-    for f in [MANIFEST_FILE, CELLS_FILE, SUMMARY_FILE, FSRC_FILE] {
-        remove_if_exists(&out.join(f))?;
-    }
+    let partial = staging.prepare(&chunks_hash, opts.resume)?;
 
     let algs = exp.algorithms.len() as u64;
     let total: u64 = exp
@@ -439,22 +438,24 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
 
     rep.stage(format!("writing results to {}", out.display()));
     let t = Instant::now();
+    crate::results::summary::ensure_finite(&summary)?;
+    let res = staging.result_dir()?;
     let mut files = BTreeMap::new();
     let first = read_frame(&chunk_files[0])?;
     let schema = first.schema().as_ref().clone();
     write_frames(
-        &out.join(CELLS_FILE),
+        &res.join(CELLS_FILE),
         &schema,
         chunk_files.iter().map(|f| read_frame(f)),
     )?;
-    write_frame(&out.join(SUMMARY_FILE), &mut summary_frame(&summary)?)?;
+    write_frame(&res.join(SUMMARY_FILE), &mut summary_frame(&summary)?)?;
     let mut written = vec![CELLS_FILE, SUMMARY_FILE];
     if exp.config.fsrc.is_some() {
-        write_frame(&out.join(FSRC_FILE), &mut fsrc_frame(&fsrc)?)?;
+        write_frame(&res.join(FSRC_FILE), &mut fsrc_frame(&fsrc)?)?;
         written.push(FSRC_FILE);
     }
     for f in written {
-        files.insert(f.to_string(), sha256_file(&out.join(f))?);
+        files.insert(f.to_string(), sha256_file(&res.join(f))?);
     }
     stages.insert("write".into(), t.elapsed().as_secs_f64());
     stages.insert("total".into(), start.elapsed().as_secs_f64());
@@ -491,11 +492,10 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
         merged_shards: None,
     };
     write_atomic(
-        &out.join(MANIFEST_FILE),
+        &res.join(MANIFEST_FILE),
         yaml_serde::to_string(&manifest)?.as_bytes(),
     )?;
-    fs::remove_dir_all(&partial).with_context(|| format!("removing {}", partial.display()))?;
-    Ok(SweepOutcome {
+    let done = SweepOutcome {
         out: out.clone(),
         cells,
         computed_chunks: computed,
@@ -503,7 +503,8 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
         fsrc_runs: fsrc.len(),
         seconds: start.elapsed().as_secs_f64(),
         up_to_date: false,
-    })
+    };
+    Ok((done, staging))
 }
 
 /// Only the FSRC section of `exp` (for `privalign fsrc`), on `threads` workers.
