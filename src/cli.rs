@@ -584,6 +584,7 @@ fn need<T: Copy>(v: Option<T>, flag: &str, mech: &str) -> Result<T> {
 
 /// Build the table `privalign budget` prints.
 fn budget(a: &BudgetArgs) -> Result<Table> {
+    crate::config::limits::check_n("--n", a.n)?;
     if let Some(dir) = &a.results {
         if a.mechanism != BudgetMechanism::Table {
             bail_input!(

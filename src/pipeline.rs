@@ -66,6 +66,10 @@ fn sweep_experiment(o: &ExperimentOptions) -> Result<Experiment> {
         );
     }
     print_units_plan(&exp);
+    let threads = o.threads.unwrap_or_else(crate::threads::cores);
+    for w in config::limits::workload_warnings(&exp, threads) {
+        eprintln!("warning: {w}");
+    }
     Ok(exp)
 }
 

@@ -452,7 +452,7 @@ fn a_rerun_replaces_results_only_when_complete_and_holds_a_lock() {
         "--out",
         out.to_str().unwrap(),
         "--set",
-        "fsrc={eps_total: 1, n: 2, sigma: [1], beta: 0.1}",
+        "fsrc={eps_total: 100, n: 2, sigma: [1], beta: 0.1}",
     ]);
     assert_eq!(code(&o), Some(2), "{}", stderr(&o));
     assert!(

@@ -11,6 +11,7 @@
 
 pub mod grid;
 pub mod hash;
+pub mod limits;
 pub mod overrides;
 pub mod report_names;
 pub mod resolve;

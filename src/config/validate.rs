@@ -89,6 +89,10 @@ pub fn validate(c: &ExperimentConfig) -> Result<()> {
     if c.replicates < 1 {
         return Err(bad("replicates", "must be at least 1"));
     }
+    super::limits::check_replicates("replicates", c.replicates)?;
+    for &n in &ns {
+        super::limits::check_n("n", n)?;
+    }
     if c.lambda_nodes > 64 {
         return Err(bad(
             "lambda_nodes",
@@ -230,6 +234,7 @@ fn validate_fsrc(f: &FsrcSpec, c: &ExperimentConfig) -> Result<()> {
     if f.n < 1 {
         return Err(bad("fsrc.n", "n must be at least 1"));
     }
+    super::limits::check_n("fsrc.n", f.n)?;
     sigma_split("fsrc", &f.split, &f.sigma)?;
     positive("fsrc.beta", "β", f.beta)?;
     if !(f.l.is_finite() && f.l >= 0.0) {
