@@ -28,7 +28,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::engine::{Batches, PrivItpParams, Sampling, run_item};
+use super::engine::{Batches, Metrics, Plan, PrivItpParams, Sampling, run_prompt};
 use super::fsrc::{FsrcParams, run_fsrc};
 use super::seed::{StreamKey, stable_id};
 use super::transform::{self, AppliedTransform};
@@ -365,56 +365,78 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
                 algs
             ));
             let t = Instant::now();
-            for &n in &exp.n_values {
-                let file = partial.join(format!("d{di}-r{ri}-n{n}.parquet"));
-                let mut chunk = Chunk {
-                    dataset: ds.name.clone(),
-                    reward_model: rm.name.clone(),
-                    n,
-                    replicates: exp.config.replicates,
-                    prompt_ids: data.prompt_ids.clone(),
-                    base_accuracy: pools.iter().map(|p| p.mean.gold).collect(),
-                    algorithms: exp.algorithms.clone(),
-                    metrics: Vec::new(),
-                };
-                let reused = if opts.resume && file.exists() {
-                    match read_frame(&file).and_then(|df| Chunk::from_frame(&df, &chunk)) {
-                        Ok(c) => Some(c),
-                        Err(e) => {
-                            rep.stage(format!("recomputing {} ({e:#})", file.display()));
-                            None
+            // Chunks already finished (resume), then every missing n of every
+            // prompt in one pass per prompt: the pool's tables are built once
+            // and shared by all n.
+            let chunk_of = |n: usize| Chunk {
+                dataset: ds.name.clone(),
+                reward_model: rm.name.clone(),
+                n,
+                replicates: exp.config.replicates,
+                prompt_ids: data.prompt_ids.clone(),
+                base_accuracy: pools.iter().map(|p| p.mean.gold).collect(),
+                algorithms: exp.algorithms.clone(),
+                metrics: Vec::new(),
+            };
+            let file_of = |n: usize| partial.join(format!("d{di}-r{ri}-n{n}.parquet"));
+            let mut reused: BTreeMap<usize, Chunk> = BTreeMap::new();
+            if opts.resume {
+                for &n in &exp.n_values {
+                    let file = file_of(n);
+                    if !file.exists() {
+                        continue;
+                    }
+                    match read_frame(&file).and_then(|df| Chunk::from_frame(&df, &chunk_of(n))) {
+                        Ok(c) => {
+                            reused.insert(n, c);
                         }
-                    }
-                } else {
-                    None
-                };
-                match reused {
-                    Some(c) => {
-                        chunk = c;
-                        resumed += 1;
-                        rep.bar.inc(chunk.rows() as u64);
-                    }
-                    None => {
-                        chunk.metrics = pools
-                            .par_iter()
-                            .zip(&data.prompt_ids)
-                            .map(|(pool, pid)| {
-                                let key = StreamKey {
-                                    seed: exp.config.seed,
-                                    dataset: &ds.name,
-                                    reward_model: &rm.name,
-                                    prompt_id: pid,
-                                    n,
-                                };
-                                let m = run_item(pool, n, &key, &ecfg);
-                                rep.bar.inc(algs);
-                                m
-                            })
-                            .collect();
-                        write_frame(&file, &mut chunk.to_frame()?)?;
-                        computed += 1;
+                        Err(e) => rep.stage(format!("recomputing {} ({e:#})", file.display())),
                     }
                 }
+            }
+            let missing: Vec<usize> = exp
+                .n_values
+                .iter()
+                .copied()
+                .filter(|n| !reused.contains_key(n))
+                .collect();
+            let plan = Plan::new(&ecfg);
+            let per_prompt: Vec<Vec<Vec<Metrics>>> = if missing.is_empty() {
+                Vec::new()
+            } else {
+                pools
+                    .par_iter()
+                    .zip(&data.prompt_ids)
+                    .map(|(pool, pid)| {
+                        let m = run_prompt(&plan, pool, &missing, |n| StreamKey {
+                            seed: exp.config.seed,
+                            dataset: &ds.name,
+                            reward_model: &rm.name,
+                            prompt_id: pid,
+                            n,
+                        });
+                        rep.bar.inc(algs * missing.len() as u64);
+                        m
+                    })
+                    .collect()
+            };
+            for &n in &exp.n_values {
+                let file = file_of(n);
+                let chunk = match reused.remove(&n) {
+                    Some(c) => {
+                        resumed += 1;
+                        rep.bar.inc(c.rows() as u64);
+                        c
+                    }
+                    None => {
+                        let j = missing.iter().position(|&m| m == n).expect("a missing n");
+                        let mut chunk = chunk_of(n);
+                        chunk.metrics = per_prompt.iter().map(|v| v[j].clone()).collect();
+                        write_frame(&file, &mut chunk.to_frame()?)?;
+                        computed += 1;
+                        chunk
+                    }
+                };
                 cells += chunk.rows();
                 summary.extend(summarise(
                     &chunk,
