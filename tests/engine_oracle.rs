@@ -316,7 +316,11 @@ mod oracle {
         };
         if cfg.estimator == Estimator::Sampled || nodes.is_empty() {
             let z: f64 = coins.sample(StandardNormal);
-            return one(clamp_lambda(lambda + p.sigma_x * z, p.clamp), batch_b, coins);
+            return one(
+                clamp_lambda(lambda + p.sigma_x * z, p.clamp),
+                batch_b,
+                coins,
+            );
         }
         let mut out = Metrics {
             halting_time: Some(0.0),
@@ -324,7 +328,11 @@ mod oracle {
             ..Default::default()
         };
         for &(x, w) in nodes {
-            let m = one(clamp_lambda(lambda + p.sigma_x * x, p.clamp), batch_b, coins);
+            let m = one(
+                clamp_lambda(lambda + p.sigma_x * x, p.clamp),
+                batch_b,
+                coins,
+            );
             out.values.add_scaled(&m.values, w);
             out.generations += w * m.generations;
             out.halting_time = Some(out.halting_time.unwrap() + w * m.halting_time.unwrap());
@@ -374,8 +382,16 @@ fn compare(label: &str, pool: &Pool, n: usize, cfg: &EngineConfig, nodes: &[(f64
         let w = format!("{label} n={n} {a:?}");
         close(&format!("{w} gold"), f.values.gold, s.values.gold);
         close(&format!("{w} proxy"), f.values.proxy, s.values.proxy);
-        close(&format!("{w} win_gold"), f.values.win_gold, s.values.win_gold);
-        close(&format!("{w} win_proxy"), f.values.win_proxy, s.values.win_proxy);
+        close(
+            &format!("{w} win_gold"),
+            f.values.win_gold,
+            s.values.win_gold,
+        );
+        close(
+            &format!("{w} win_proxy"),
+            f.values.win_proxy,
+            s.values.win_proxy,
+        );
         close(&format!("{w} generations"), f.generations, s.generations);
         assert_eq!(f.halting_time.is_some(), s.halting_time.is_some(), "{w}");
         if let (Some(x), Some(y)) = (f.halting_time, s.halting_time) {
@@ -410,13 +426,22 @@ fn equal_weights(k: usize) -> Vec<(f64, f64)> {
 #[test]
 fn conditional_fast_paths_match_the_oracle() {
     let gh = gauss_hermite_normal(16);
-    for (pi, (size, levels)) in [(40usize, 4u32), (200, 20), (7, 1000)].into_iter().enumerate() {
+    for (pi, (size, levels)) in [(40usize, 4u32), (200, 20), (7, 1000)]
+        .into_iter()
+        .enumerate()
+    {
         let p = pool(size, levels, pi as u64);
         for &(sigma, beta) in &[(0.25, 0.05), (0.02, 0.001), (2.0, 0.5), (0.25, 5.0)] {
             let cfg = EngineConfig::new(algorithms(sigma, beta), 3, Estimator::Conditional);
             for n in [1usize, 2, 5, size, 3 * size] {
                 compare(&format!("p{pi} s{sigma} b{beta}"), &p, n, &cfg, &gh);
-                compare(&format!("eq p{pi} s{sigma} b{beta}"), &p, n, &cfg, &equal_weights(16));
+                compare(
+                    &format!("eq p{pi} s{sigma} b{beta}"),
+                    &p,
+                    n,
+                    &cfg,
+                    &equal_weights(16),
+                );
             }
         }
     }

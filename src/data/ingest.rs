@@ -14,10 +14,9 @@
 //! * `base_accuracy.mean_over_prompts` averages per-prompt pool means, the base
 //!   the per-prompt lift of design §7 is measured against.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use polars::prelude::*;
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use super::cols;
@@ -176,14 +175,19 @@ pub fn ingest(opts: &IngestOptions) -> Result<IngestReport> {
         dropped,
     )?;
 
+    let mut manifest = manifest;
+    for m in &reward_models {
+        let raw: Vec<f32> = out_df.column(m)?.f32()?.into_no_null_iter().collect();
+        manifest
+            .transform_stats
+            .insert(m.clone(), prepared::TransformStats::of(&raw));
+    }
     let stage = StagedDir::new(&opts.out, opts.force)?;
-    let scores = stage.path().join(prepared::SCORES_FILE);
-    let f = File::create(&scores).with_context(|| format!("creating {}", scores.display()))?;
-    ParquetWriter::new(f)
-        .with_compression(ParquetCompression::Zstd(None))
-        .finish(&mut out_df)
-        .map_err(anyhow::Error::from)
-        .with_context(|| format!("writing {}", scores.display()))?;
+    manifest.integrity = Some(super::layout::write_layout(
+        stage.path(),
+        &mut out_df,
+        &offsets,
+    )?);
     let yaml = yaml_serde::to_string(&manifest)?;
     write_atomic(&stage.path().join(prepared::MANIFEST_FILE), yaml.as_bytes())?;
     stage.commit()?;
@@ -853,5 +857,7 @@ fn build_manifest(
             dropped_unscored: dropped,
         },
         privalign_version: env!("CARGO_PKG_VERSION").into(),
+        transform_stats: BTreeMap::new(),
+        integrity: None,
     })
 }

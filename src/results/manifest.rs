@@ -41,7 +41,9 @@ pub struct ResultsManifest {
 pub struct DatasetRecord {
     pub name: String,
     pub path: String,
-    pub scores_sha256: String,
+    /// SHA-256 over the block hashes of the columns the sweep read, each
+    /// verified against the values decoded (`data::reader`).
+    pub content_sha256: String,
     pub prompts: usize,
     pub responses: usize,
     /// Mean generation seconds per response, when the dataset records them

@@ -33,8 +33,9 @@ use super::fsrc::{FsrcParams, run_fsrc};
 use super::seed::{StreamKey, stable_id};
 use super::transform::{self, AppliedTransform};
 use crate::config::{Experiment, ResolvedDataset, RewardModel, SamplingSpec};
-use crate::data::open::{load_prepared, scores_sha256};
-use crate::data::prepared::{PreparedDataset, SCORES_FILE};
+use crate::data::cols;
+use crate::data::prepared::SCORES_FILE;
+use crate::data::reader::DatasetReader;
 use crate::error::input_error;
 use crate::fsutil::{sha256_file, write_atomic};
 use crate::results::cells::{CELLS_FILE, Chunk};
@@ -129,40 +130,90 @@ impl Reporter {
     }
 }
 
-/// Pools (transformed proxy r̂, gold r*) of every prompt for one reward model.
-fn build_pools(
-    data: &PreparedDataset,
+/// The transform of one reward model, its bounds fixed from the dataset's
+/// whole-column statistics (dataset.yaml), never from a window.
+fn transform_of(
+    reader: &DatasetReader,
     ds: &ResolvedDataset,
     rm: &RewardModel,
-) -> Result<(Vec<Pool>, AppliedTransform)> {
-    let raw = data.reward(&rm.name).ok_or_else(|| {
-        input_error(format!(
-            "{}: has no scores for reward model `{}`; re-run `privalign ingest` with its rewards",
-            ds.dir.join(SCORES_FILE).display(),
-            rm.name
-        ))
-    })?;
-    let offsets = &data.offsets;
-    let prompt_of = |i: usize| {
-        let p = offsets.partition_point(|&o| o <= i) - 1;
-        data.prompt_ids[p].clone()
-    };
+) -> Result<AppliedTransform> {
     let what = format!(
         "dataset `{}` ({}), reward model `{}`",
         ds.name,
         ds.dir.display(),
         rm.name
     );
-    let (proxy, applied) = transform::apply(&rm.transform, raw, &what, prompt_of)?;
-    let pools = (0..data.prompts())
+    let stats = reader.manifest.transform_stats.get(&rm.name).ok_or_else(|| {
+        input_error(format!(
+            "{}: has no scores for reward model `{}`; re-run `privalign ingest` with its rewards",
+            ds.dir.join(SCORES_FILE).display(),
+            rm.name
+        ))
+    })?;
+    transform::prepare(&rm.transform, stats, &what)
+}
+
+/// Pools (transformed proxy r̂, gold r*) of the prompts of `blocks`.
+fn pools_of(
+    reader: &DatasetReader,
+    blocks: std::ops::Range<usize>,
+    ds: &ResolvedDataset,
+    rm: &RewardModel,
+    applied: &AppliedTransform,
+) -> Result<(std::ops::Range<usize>, Vec<Pool>)> {
+    let w = reader.read_blocks(blocks, &[cols::CORRECT, rm.name.as_str()])?;
+    let what = format!("dataset `{}`, reward model `{}`", ds.name, rm.name);
+    let offsets = &w.offsets;
+    let first = w.prompts.start;
+    let proxy = applied.map(w.column(&rm.name), &what, |i| {
+        let q = offsets.partition_point(|&o| o <= i) - 1;
+        reader.prompt_ids[first + q].clone()
+    })?;
+    let correct = w.column(cols::CORRECT);
+    let pools = (0..w.prompts.len())
         .into_par_iter()
-        .map(|p| {
-            let (a, b) = (offsets[p], offsets[p + 1]);
-            let gold: Vec<f64> = data.correct[a..b].iter().map(|&c| f64::from(c)).collect();
+        .map(|q| {
+            let (a, b) = (offsets[q], offsets[q + 1]);
+            let gold: Vec<f64> = correct[a..b].iter().map(|&c| f64::from(c)).collect();
             Pool::new(&proxy[a..b], &gold)
         })
         .collect();
-    Ok((pools, applied))
+    Ok((w.prompts, pools))
+}
+
+/// Whether the config's FSRC section runs on reward model `rm`.
+fn fsrc_wanted(exp: &Experiment, rm: &RewardModel) -> bool {
+    exp.config.fsrc.as_ref().is_some_and(|f| {
+        f.reward_models
+            .as_ref()
+            .is_none_or(|only| only.contains(&rm.name))
+    })
+}
+
+/// A unit's file: the chunks of every n of one block, stacked in n order.
+fn write_unit(file: &Path, chunks: &[Chunk]) -> Result<()> {
+    let frames = chunks
+        .iter()
+        .map(|c| c.to_frame())
+        .collect::<Result<Vec<_>>>()?;
+    let schema = frames[0].schema().as_ref().clone();
+    write_frames(file, &schema, frames.into_iter().map(Ok))
+}
+
+/// Read back a unit's file against the chunks it must hold (keys checked).
+fn read_unit(file: &Path, expected: &[Chunk]) -> Result<Vec<Chunk>> {
+    let df = read_frame(file)?;
+    let mut out = Vec::new();
+    let mut row = 0usize;
+    for e in expected {
+        let part = df.slice(row as i64, e.rows());
+        out.push(Chunk::from_frame(&part, e)?);
+        row += e.rows();
+    }
+    if row != df.height() {
+        anyhow::bail!("has {} rows, expected {row}", df.height());
+    }
+    Ok(out)
 }
 
 /// The FSRC runs of one (dataset, reward model): every σ × seed, in parallel.
@@ -262,9 +313,19 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
     let mut stages: BTreeMap<String, f64> = BTreeMap::new();
     let out = &opts.out;
     let hashing = Instant::now();
+    // Open every dataset (its index verified against dataset.yaml) and bind
+    // the run to the content hash of exactly the columns it reads.
+    let mut readers = Vec::new();
     let mut ds_hashes = Vec::new();
     for d in &exp.datasets {
-        ds_hashes.push((d.name.clone(), scores_sha256(&d.dir)?));
+        let reader = DatasetReader::open(&d.dir)?;
+        let mut columns: Vec<&str> = vec![cols::CORRECT];
+        columns.extend(exp.reward_models.iter().map(|r| r.name.as_str()));
+        if reader.manifest.has_gen_seconds {
+            columns.push(cols::GEN_SECONDS);
+        }
+        ds_hashes.push((d.name.clone(), reader.content_hash(&columns)?));
+        readers.push(reader);
     }
     let hash = config_hash(&exp.config, &ds_hashes)?;
     let chunks_hash = crate::config::hash::cells_hash(&exp.config, &ds_hashes)?;
@@ -325,28 +386,30 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
     let (mut computed, mut resumed, mut cells) = (0usize, 0usize, 0usize);
     let (mut t_load, mut t_run, mut t_fsrc) = (0.0, 0.0, 0.0);
 
-    for (di, ds) in exp.datasets.iter().enumerate() {
-        rep.stage(format!(
-            "loading dataset `{}` from {}",
-            ds.name,
-            ds.dir.display()
-        ));
+    for ((di, ds), reader) in exp.datasets.iter().enumerate().zip(&readers) {
         let t = Instant::now();
-        let data = load_prepared(&ds.dir)?;
+        gen_seconds.push(if reader.manifest.has_gen_seconds {
+            let mut sum = 0.0;
+            for b in 0..reader.blocks.len() {
+                let w = reader.read_blocks(b..b + 1, &[cols::GEN_SECONDS])?;
+                sum += w
+                    .column(cols::GEN_SECONDS)
+                    .iter()
+                    .map(|&x| f64::from(x))
+                    .sum::<f64>();
+            }
+            Some(sum / reader.manifest.counts.responses.max(1) as f64)
+        } else {
+            None
+        });
         t_load += t.elapsed().as_secs_f64();
-        gen_seconds.push(
-            data.gen_seconds
-                .as_ref()
-                .map(|g| g.iter().map(|&x| f64::from(x)).sum::<f64>() / g.len().max(1) as f64),
-        );
         for (ri, rm) in exp.reward_models.iter().enumerate() {
-            let t = Instant::now();
-            let (pools, applied) = build_pools(&data, ds, rm)?;
-            t_load += t.elapsed().as_secs_f64();
+            let applied = transform_of(reader, ds, rm)?;
+            let kind = format!("{:?}", applied.kind).to_lowercase();
             transforms.entry(ds.name.clone()).or_default().insert(
                 rm.name.clone(),
                 TransformRecord {
-                    kind: format!("{:?}", applied.kind).to_lowercase(),
+                    kind: kind.clone(),
                     lo: applied.lo,
                     hi: applied.hi,
                     r_max: applied.r_max,
@@ -354,101 +417,104 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
                     data_dependent: applied.data_dependent,
                 },
             );
-            let kind = format!("{:?}", applied.kind).to_lowercase();
             let ecfg = exp.engine_config(rm);
+            let plan = Plan::new(&ecfg);
             rep.stage(format!(
                 "dataset `{}`, reward model `{}`: {} n × {} prompts × {} algorithm settings",
                 ds.name,
                 rm.name,
                 exp.n_values.len(),
-                pools.len(),
+                reader.prompts(),
                 algs
             ));
-            let t = Instant::now();
-            // Chunks already finished (resume), then every missing n of every
-            // prompt in one pass per prompt: the pool's tables are built once
-            // and shared by all n.
-            let chunk_of = |n: usize| Chunk {
+            let empty = |n: usize| Chunk {
                 dataset: ds.name.clone(),
                 reward_model: rm.name.clone(),
                 n,
                 replicates: exp.config.replicates,
-                prompt_ids: data.prompt_ids.clone(),
-                base_accuracy: pools.iter().map(|p| p.mean.gold).collect(),
+                prompt_ids: Vec::new(),
+                base_accuracy: Vec::new(),
                 algorithms: exp.algorithms.clone(),
                 metrics: Vec::new(),
             };
-            let file_of = |n: usize| partial.join(format!("d{di}-r{ri}-n{n}.parquet"));
-            let mut reused: BTreeMap<usize, Chunk> = BTreeMap::new();
-            if opts.resume {
-                for &n in &exp.n_values {
-                    let file = file_of(n);
-                    if !file.exists() {
-                        continue;
-                    }
-                    match read_frame(&file).and_then(|df| Chunk::from_frame(&df, &chunk_of(n))) {
-                        Ok(c) => {
-                            reused.insert(n, c);
-                        }
-                        Err(e) => rep.stage(format!("recomputing {} ({e:#})", file.display())),
-                    }
-                }
-            }
-            let missing: Vec<usize> = exp
-                .n_values
-                .iter()
-                .copied()
-                .filter(|n| !reused.contains_key(n))
-                .collect();
-            let plan = Plan::new(&ecfg);
-            let per_prompt: Vec<Vec<Vec<Metrics>>> = if missing.is_empty() {
-                Vec::new()
-            } else {
-                pools
-                    .par_iter()
-                    .zip(&data.prompt_ids)
-                    .map(|(pool, pid)| {
-                        let m = run_prompt(&plan, pool, &missing, |n| StreamKey {
-                            seed: exp.config.seed,
-                            dataset: &ds.name,
-                            reward_model: &rm.name,
-                            prompt_id: pid,
-                            n,
-                        });
-                        rep.bar.inc(algs * missing.len() as u64);
-                        m
+            // Every prompt's metrics per n, for the summary (which needs all prompts).
+            let mut per_n: Vec<Chunk> = exp.n_values.iter().map(|&n| empty(n)).collect();
+            let wants_fsrc = fsrc_wanted(exp, rm);
+            let mut all_pools: Vec<Pool> = Vec::new();
+            // One unit of work per block of prompts: read its window, run every
+            // n of every prompt (the pool's tables are built once), write it.
+            for b in 0..reader.blocks.len() {
+                let t = Instant::now();
+                let (prompts, pools) = pools_of(reader, b..b + 1, ds, rm, &applied)?;
+                t_load += t.elapsed().as_secs_f64();
+                let t = Instant::now();
+                let ids = &reader.prompt_ids[prompts];
+                let mut chunks: Vec<Chunk> = exp
+                    .n_values
+                    .iter()
+                    .map(|&n| Chunk {
+                        prompt_ids: ids.to_vec(),
+                        base_accuracy: pools.iter().map(|p| p.mean.gold).collect(),
+                        ..empty(n)
                     })
-                    .collect()
-            };
-            for &n in &exp.n_values {
-                let file = file_of(n);
-                let chunk = match reused.remove(&n) {
-                    Some(c) => {
-                        resumed += 1;
-                        rep.bar.inc(c.rows() as u64);
-                        c
+                    .collect();
+                let file = partial.join(format!("d{di}-r{ri}-b{b}.parquet"));
+                let reused = opts.resume
+                    && file.exists()
+                    && match read_unit(&file, &chunks) {
+                        Ok(done) => {
+                            chunks = done;
+                            true
+                        }
+                        Err(e) => {
+                            rep.stage(format!("recomputing {} ({e:#})", file.display()));
+                            false
+                        }
+                    };
+                if reused {
+                    resumed += 1;
+                } else {
+                    let per_prompt: Vec<Vec<Vec<Metrics>>> = pools
+                        .par_iter()
+                        .zip(ids)
+                        .map(|(pool, pid)| {
+                            let m = run_prompt(&plan, pool, &exp.n_values, |n| StreamKey {
+                                seed: exp.config.seed,
+                                dataset: &ds.name,
+                                reward_model: &rm.name,
+                                prompt_id: pid,
+                                n,
+                            });
+                            rep.bar.inc(algs * exp.n_values.len() as u64);
+                            m
+                        })
+                        .collect();
+                    for (j, c) in chunks.iter_mut().enumerate() {
+                        c.metrics = per_prompt.iter().map(|v| v[j].clone()).collect();
                     }
-                    None => {
-                        let j = missing.iter().position(|&m| m == n).expect("a missing n");
-                        let mut chunk = chunk_of(n);
-                        chunk.metrics = per_prompt.iter().map(|v| v[j].clone()).collect();
-                        write_frame(&file, &mut chunk.to_frame()?)?;
-                        computed += 1;
-                        chunk
-                    }
-                };
-                cells += chunk.rows();
-                summary.extend(summarise(
-                    &chunk,
-                    &rm.privacy,
-                    &kind,
-                    applied.data_dependent,
-                ));
+                    write_unit(&file, &chunks)?;
+                    computed += 1;
+                }
+                if reused {
+                    rep.bar.inc(chunks.iter().map(|c| c.rows() as u64).sum());
+                }
+                for (all, c) in per_n.iter_mut().zip(chunks) {
+                    cells += c.rows();
+                    all.prompt_ids.extend(c.prompt_ids);
+                    all.base_accuracy.extend(c.base_accuracy);
+                    all.metrics.extend(c.metrics);
+                }
                 chunk_files.push(file);
+                if wants_fsrc {
+                    all_pools.extend(pools);
+                }
+                t_run += t.elapsed().as_secs_f64();
             }
-            t_run += t.elapsed().as_secs_f64();
+            for chunk in &per_n {
+                summary.extend(summarise(chunk, &rm.privacy, &kind, applied.data_dependent));
+            }
             let t = Instant::now();
-            fsrc.extend(fsrc_rows(exp, ds, rm, &pools));
+            fsrc.extend(fsrc_rows(exp, ds, rm, &all_pools));
             t_fsrc += t.elapsed().as_secs_f64();
         }
     }
@@ -496,7 +562,7 @@ fn sweep_in_pool(exp: &Experiment, opts: &SweepOptions, threads: usize) -> Resul
             .map(|((d, (_, sha)), g)| DatasetRecord {
                 name: d.name.clone(),
                 path: d.dir.display().to_string(),
-                scores_sha256: sha.clone(),
+                content_sha256: sha.clone(),
                 prompts: d.manifest.counts.prompts,
                 responses: d.manifest.counts.responses,
                 gen_seconds_mean: *g,
@@ -536,9 +602,10 @@ pub fn fsrc_only(exp: &Experiment, threads: usize) -> Result<Vec<FsrcRow>> {
     pool.install(|| {
         let mut rows = Vec::new();
         for ds in &exp.datasets {
-            let data = load_prepared(&ds.dir)?;
-            for rm in &exp.reward_models {
-                let (pools, _) = build_pools(&data, ds, rm)?;
+            let reader = DatasetReader::open(&ds.dir)?;
+            for rm in exp.reward_models.iter().filter(|rm| fsrc_wanted(exp, rm)) {
+                let applied = transform_of(&reader, ds, rm)?;
+                let (_, pools) = pools_of(&reader, 0..reader.blocks.len(), ds, rm, &applied)?;
                 rows.extend(fsrc_rows(exp, ds, rm, &pools));
             }
         }

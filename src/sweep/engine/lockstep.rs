@@ -135,8 +135,9 @@ pub(crate) fn privitp_lockstep(
             if !ls.alive[g] {
                 continue;
             }
-            let c: [&[f64]; COEFFS] =
-                std::array::from_fn(|ci| &row[ci * lanes + g * GROUP..ci * lanes + (g + 1) * GROUP]);
+            let c: [&[f64]; COEFFS] = std::array::from_fn(|ci| {
+                &row[ci * lanes + g * GROUP..ci * lanes + (g + 1) * GROUP]
+            });
             let (s, gen_, acc, rej) = (
                 &mut ls.survival[g],
                 &mut ls.generated[g],
@@ -150,7 +151,13 @@ pub(crate) fn privitp_lockstep(
                     * d
                     + c[0][l];
                 let a = inv[l] * (gv - gbi);
-                let a = if a < 0.0 { 0.0 } else if a > 1.0 { 1.0 } else { a };
+                let a = if a < 0.0 {
+                    0.0
+                } else if a > 1.0 {
+                    1.0
+                } else {
+                    a
+                };
                 let sv = s[l];
                 let pk = sv * a;
                 gen_[l] += sv;
@@ -260,9 +267,7 @@ impl EpsConsts {
             -lt / s,
         ];
         let lo_args = [(self.delta_r - self.r_max) / s - p.l, -self.r_max / s - p.l];
-        if beta_m / s < NARROW
-            || args.iter().chain(&lo_args).any(|&a| a < DIRECT_MIN_ARG)
-        {
+        if beta_m / s < NARROW || args.iter().chain(&lo_args).any(|&a| a < DIRECT_MIN_ARG) {
             let t = Phase2Terms::new(lt, s, self.r_max, self.delta_r, p.l);
             return (t.kappa, t.accept);
         }

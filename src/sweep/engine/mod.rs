@@ -297,7 +297,11 @@ impl Plan {
         Self {
             cfg: cfg.clone(),
             nodes,
-            streams: cfg.algorithms.iter().map(|a| a.mechanism_stream()).collect(),
+            streams: cfg
+                .algorithms
+                .iter()
+                .map(|a| a.mechanism_stream())
+                .collect(),
             beta_slot,
             betas,
             privitp,
@@ -385,6 +389,9 @@ mod tests {
             Algorithm::PrivItp(PrivItpParams::split_half(0.25, 0.05)).stream_label(),
             "privitp/sigma_x=3fc0000000000000/sigma_z=3fc0000000000000/beta=3fa999999999999a/L=4010000000000000/clamp=none/batches=fresh"
         );
-        assert_eq!(Algorithm::Bon.mechanism_stream(), 17_863_710_600_027_879_794_u64);
+        assert_eq!(
+            Algorithm::Bon.mechanism_stream(),
+            17_863_710_600_027_879_794_u64
+        );
     }
 }

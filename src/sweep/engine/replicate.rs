@@ -91,7 +91,8 @@ pub(crate) fn run_n(
                     eps: None,
                 },
                 Algorithm::Itp { beta, batches } => {
-                    let acc = ItpAcceptance::new(lambda.unwrap_or_default(), beta, cfg.privacy.r_max);
+                    let acc =
+                        ItpAcceptance::new(lambda.unwrap_or_default(), beta, cfg.privacy.r_max);
                     let mut cand = candidates(batches, &mut batch_b, &s.batch_a);
                     phase2(
                         pool,
@@ -113,7 +114,16 @@ pub(crate) fn run_n(
                         (Some(table), Some(gb)) => {
                             let mut cand = candidates(p.batches, &mut batch_b, &s.batch_a);
                             privitp_lockstep(
-                                plan, pool, prep, gb, table, &p, lam, pp.eps1, n, &mut cand,
+                                plan,
+                                pool,
+                                prep,
+                                gb,
+                                table,
+                                &p,
+                                lam,
+                                pp.eps1,
+                                n,
+                                &mut cand,
                                 &mut s.lanes,
                             )
                         }
