@@ -17,7 +17,10 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let dir = args
         .first()

@@ -181,7 +181,10 @@ fn killed_sweep_resumes_to_the_same_files() {
     child.kill().unwrap(); // SIGKILL: no chance to clean up
     child.wait().unwrap();
     let done = partial_chunks(&out);
-    assert!(done < 8, "all 8 units (2 reward models × 4 blocks of prompts) finished before the kill");
+    assert!(
+        done < 8,
+        "all 8 units (2 reward models × 4 blocks of prompts) finished before the kill"
+    );
     for f in [
         "manifest.yaml",
         "cells.parquet",

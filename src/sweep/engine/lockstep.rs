@@ -151,13 +151,7 @@ pub(crate) fn privitp_lockstep(
                     * d
                     + c[0][l];
                 let a = inv[l] * (gv - gbi);
-                let a = if a < 0.0 {
-                    0.0
-                } else if a > 1.0 {
-                    1.0
-                } else {
-                    a
-                };
+                let a = a.clamp(0.0, 1.0);
                 let sv = s[l];
                 let pk = sv * a;
                 gen_[l] += sv;
