@@ -109,62 +109,63 @@ impl GTable {
 /// out in groups of this many f64 (one AVX2 register).
 pub const GROUP: usize = 4;
 
-/// The node-shifted table: row j, coefficient c, lane k holds the c-th Taylor
-/// coefficient of G at u_j − ρ·x_k, u_j = u_lo + j·h. Lanes beyond the node
-/// count are zero (padding to whole groups).
+/// One lane group's Taylor coefficients at one row: `[coefficient][lane]`.
+pub type GroupCoeffs = [[f64; GROUP]; COEFFS];
+
+/// The node-shifted table: row j, lane group g, coefficient c, lane l holds
+/// the c-th Taylor coefficient of G at u_j − ρ·x_k, k = g·GROUP + l,
+/// u_j = u_lo + j·h. A group's coefficients are contiguous (one aligned
+/// block the walk loads as whole vectors). Lanes beyond the node count are
+/// zero (padding to whole groups).
 #[derive(Clone, Debug)]
 pub struct ShiftedGTable {
     /// Padded lane count (a multiple of [`GROUP`]).
     pub lanes: usize,
+    pub groups: usize,
     pub u_lo: f64,
     rows: usize,
-    data: Vec<f64>,
+    data: Vec<GroupCoeffs>,
 }
 
 impl ShiftedGTable {
     /// Table for node offsets `shifts[k]` = ρ·x_k.
     pub fn new(shifts: &[f64]) -> Self {
-        let lanes = shifts.len().div_ceil(GROUP).max(1) * GROUP;
+        let groups = shifts.len().div_ceil(GROUP).max(1);
+        let lanes = groups * GROUP;
         let lo_shift = shifts.iter().copied().fold(f64::INFINITY, f64::min);
         let hi_shift = shifts.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         // Every lane is in its exact regime below u_lo and above u_hi.
         let u_lo = ((X_LO + lo_shift) * INV_STEP).floor() * STEP;
         let u_hi = ((X_HI + hi_shift) * INV_STEP).ceil() * STEP;
         let rows = ((u_hi - u_lo) * INV_STEP).round() as usize + 1;
-        let width = lanes * COEFFS;
-        let mut data = vec![0.0; rows * width];
+        let mut data = vec![[[0.0; GROUP]; COEFFS]; rows * groups];
         for j in 0..rows {
             let u = u_lo + j as f64 * STEP;
             for (k, &s) in shifts.iter().enumerate() {
                 let c = taylor_coefficients(u - s);
                 for (ci, &v) in c.iter().enumerate() {
-                    data[j * width + ci * lanes + k] = v;
+                    data[j * groups + k / GROUP][ci][k % GROUP] = v;
                 }
             }
         }
         Self {
             lanes,
+            groups,
             u_lo,
             rows,
             data,
         }
     }
 
-    /// The row for `u` and the offset δ = u − u_j (rows clamped at the ends,
-    /// where every lane's expansion is exact).
+    /// The row for `u` (one block per lane group) and the offset δ = u − u_j.
+    /// Rows are clamped at the ends, where every lane's expansion is exact;
+    /// the index is a saturating float-to-int cast (no libm `round` call):
+    /// ⌊pos + ½⌋ for pos ≥ 0, 0 below and for NaN.
     #[inline(always)]
-    pub fn row(&self, u: f64) -> (&[f64], f64) {
-        let pos = ((u - self.u_lo) * INV_STEP).round();
-        let j = if pos <= 0.0 {
-            0
-        } else if pos >= (self.rows - 1) as f64 {
-            self.rows - 1
-        } else {
-            pos as usize
-        };
-        let width = self.lanes * COEFFS;
+    pub fn row(&self, u: f64) -> (&[GroupCoeffs], f64) {
+        let j = ((((u - self.u_lo) * INV_STEP) + 0.5) as usize).min(self.rows - 1);
         (
-            &self.data[j * width..(j + 1) * width],
+            &self.data[j * self.groups..(j + 1) * self.groups],
             u - (self.u_lo + j as f64 * STEP),
         )
     }
@@ -172,7 +173,7 @@ impl ShiftedGTable {
     /// G(u − shift_k) for lane k (scalar; the walk evaluates whole groups).
     pub fn g(&self, u: f64, k: usize) -> f64 {
         let (row, d) = self.row(u);
-        let c: [f64; COEFFS] = std::array::from_fn(|ci| row[ci * self.lanes + k]);
+        let c: [f64; COEFFS] = std::array::from_fn(|ci| row[k / GROUP][ci][k % GROUP]);
         horner(&c, d)
     }
 }

@@ -35,7 +35,7 @@ use super::prep::PoolPrep;
 use super::{Metrics, Plan, PrivItpParams};
 use crate::privacy::accountant::Phase2Terms;
 use crate::privacy::normal;
-use crate::select::gtable::{COEFFS, GROUP, ShiftedGTable};
+use crate::select::gtable::{GROUP, GroupCoeffs, ShiftedGTable};
 use crate::select::itp::PrivItpAcceptance;
 use crate::select::pool::{Pool, Values};
 use crate::select::rejection::SURVIVAL_EPS;
@@ -83,7 +83,7 @@ pub(crate) fn privitp_lockstep(
 ) -> Metrics {
     let pr = &plan.cfg.privacy;
     let nodes = &plan.nodes;
-    let groups = table.lanes / GROUP;
+    let groups = table.groups;
     for v in [
         &mut ls.survival,
         &mut ls.generated,
@@ -118,67 +118,25 @@ pub(crate) fn privitp_lockstep(
         }
         ls.weight[g][l] = w;
     }
-    let inv_sz = 1.0 / p.sigma_z;
-    let lanes = table.lanes;
     let mut values = Values::default();
-    for t in 1..=n {
-        if !ls.alive.iter().any(|&a| a) && slow.iter().all(|s| s.survival == 0.0) {
-            break;
+    let walk = Walk {
+        pool,
+        proxy: &prep.proxy,
+        gb,
+        table,
+        lambda,
+        inv_sz: 1.0 / p.sigma_z,
+        n,
+        nodes,
+    };
+    if simd_level() == SimdLevel::Avx2 {
+        // SAFETY: AVX2 was detected at run time.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            walk_avx2(&walk, cand, ls, &mut slow, &mut values)
         }
-        let i = cand.get(t - 1);
-        let r = prep.proxy[i];
-        let gbi = gb[i];
-        let tm1 = (t - 1) as f64;
-        let (row, d) = table.row((r - lambda) * inv_sz);
-        let mut q: Lane = [0.0; GROUP];
-        for g in 0..groups {
-            if !ls.alive[g] {
-                continue;
-            }
-            let c: [&[f64]; COEFFS] = std::array::from_fn(|ci| {
-                &row[ci * lanes + g * GROUP..ci * lanes + (g + 1) * GROUP]
-            });
-            let (s, gen_, acc, rej) = (
-                &mut ls.survival[g],
-                &mut ls.generated[g],
-                &mut ls.accepted[g],
-                &mut ls.rejections[g],
-            );
-            let (inv, w) = (&ls.inv[g], &ls.weight[g]);
-            let mut any = false;
-            for l in 0..GROUP {
-                let gv = ((((c[5][l] * d + c[4][l]) * d + c[3][l]) * d + c[2][l]) * d + c[1][l])
-                    * d
-                    + c[0][l];
-                let a = inv[l] * (gv - gbi);
-                let a = a.clamp(0.0, 1.0);
-                let sv = s[l];
-                let pk = sv * a;
-                gen_[l] += sv;
-                acc[l] += pk;
-                rej[l] += pk * tm1;
-                let s2 = sv - pk;
-                let s2 = if s2 < SURVIVAL_EPS { 0.0 } else { s2 };
-                s[l] = s2;
-                q[l] += w[l] * pk;
-                any |= s2 > 0.0;
-            }
-            ls.alive[g] = any;
-        }
-        let mut qt = (q[0] + q[1]) + (q[2] + q[3]);
-        for sl in slow.iter_mut().filter(|s| s.survival > 0.0) {
-            let a = sl.acc.prob(r).clamp(0.0, 1.0);
-            let pk = sl.survival * a;
-            sl.generated += sl.survival;
-            sl.accepted += pk;
-            sl.rejections += pk * tm1;
-            sl.survival -= pk;
-            if sl.survival < SURVIVAL_EPS {
-                sl.survival = 0.0;
-            }
-            qt += nodes[sl.k].1 * pk;
-        }
-        values.add_scaled(&pool.values[i], qt);
+    } else {
+        walk_steps::<false>(&walk, cand, ls, &mut slow, &mut values);
     }
     // Per node: fallback mass, halting time, generations and E[ε_2^post].
     let fresh = p.batches == super::Batches::Fresh;
@@ -210,6 +168,214 @@ pub(crate) fn privitp_lockstep(
         halting_time: Some(halting),
         generations: gens,
         eps: Some(eps),
+    }
+}
+
+/// Which instruction set the walk runs with: chosen once per process from
+/// the CPU (AVX2 when present), or forced with `PRIVALIGN_SIMD=baseline|avx2`
+/// (tests run both and compare bits). The variants compile the same source:
+/// the same operations per lane in the same order, no fused multiply-add
+/// (neither variant enables FMA and Rust never contracts), so results do not
+/// depend on which node of a cluster computed them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SimdLevel {
+    Baseline,
+    Avx2,
+}
+
+fn detect() -> SimdLevel {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let want = std::env::var("PRIVALIGN_SIMD").unwrap_or_default();
+        if want != "baseline" && std::arch::is_x86_feature_detected!("avx2") {
+            return SimdLevel::Avx2;
+        }
+    }
+    SimdLevel::Baseline
+}
+
+/// The walk's instruction set for this process.
+pub fn simd_level() -> SimdLevel {
+    static LEVEL: std::sync::OnceLock<SimdLevel> = std::sync::OnceLock::new();
+    *LEVEL.get_or_init(detect)
+}
+
+/// What one walk reads.
+struct Walk<'a> {
+    pool: &'a Pool,
+    proxy: &'a [f64],
+    gb: &'a [f64],
+    table: &'a ShiftedGTable,
+    lambda: f64,
+    inv_sz: f64,
+    n: usize,
+    nodes: &'a [(f64, f64)],
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn walk_avx2(
+    w: &Walk,
+    cand: &mut Candidates,
+    ls: &mut LaneScratch,
+    slow: &mut [SlowLane],
+    values: &mut Values,
+) {
+    walk_steps::<true>(w, cand, ls, slow, values)
+}
+
+/// Phase 2 for every node in lockstep (see the module docs).
+#[inline(always)]
+fn walk_steps<const AVX2: bool>(
+    w: &Walk,
+    cand: &mut Candidates,
+    ls: &mut LaneScratch,
+    slow: &mut [SlowLane],
+    values: &mut Values,
+) {
+    let groups = w.table.groups;
+    let mut live_groups = ls.alive.iter().filter(|&&a| a).count();
+    let mut live_slow = slow.len();
+    for t in 1..=w.n {
+        if live_groups == 0 && live_slow == 0 {
+            break;
+        }
+        let i = cand.get(t - 1);
+        let r = w.proxy[i];
+        let gbi = w.gb[i];
+        let tm1 = (t - 1) as f64;
+        let (row, d) = w.table.row((r - w.lambda) * w.inv_sz);
+        let mut q: Lane = [0.0; GROUP];
+        for g in 0..groups {
+            if !ls.alive[g] {
+                continue;
+            }
+            let st = GroupState {
+                s: &mut ls.survival[g],
+                generated: &mut ls.generated[g],
+                accepted: &mut ls.accepted[g],
+                rejections: &mut ls.rejections[g],
+            };
+            let live =
+                step_group::<AVX2>(&row[g], d, gbi, tm1, &ls.inv[g], &ls.weight[g], st, &mut q);
+            if !live {
+                ls.alive[g] = false;
+                live_groups -= 1;
+            }
+        }
+        let mut qt = (q[0] + q[1]) + (q[2] + q[3]);
+        for sl in slow.iter_mut().filter(|s| s.survival > 0.0) {
+            let a = sl.acc.prob(r).clamp(0.0, 1.0);
+            let pk = sl.survival * a;
+            sl.generated += sl.survival;
+            sl.accepted += pk;
+            sl.rejections += pk * tm1;
+            sl.survival -= pk;
+            if sl.survival < SURVIVAL_EPS {
+                sl.survival = 0.0;
+                live_slow -= 1;
+            }
+            qt += w.nodes[sl.k].1 * pk;
+        }
+        values.add_scaled(&w.pool.values[i], qt);
+    }
+}
+
+/// One lane group's mutable walk state.
+struct GroupState<'a> {
+    s: &'a mut Lane,
+    generated: &'a mut Lane,
+    accepted: &'a mut Lane,
+    rejections: &'a mut Lane,
+}
+
+/// One step of one lane group: a = clamp(inv·(G − G_B), 0, 1), then the
+/// scalar walk's update per lane. Returns whether any lane is still alive.
+/// With AVX2 the four lanes are one vector; the per-lane operations and
+/// their order are the same as the portable version's.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn step_group<const AVX2: bool>(
+    c: &GroupCoeffs,
+    d: f64,
+    gb: f64,
+    tm1: f64,
+    inv: &Lane,
+    w: &Lane,
+    st: GroupState,
+    q: &mut Lane,
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 {
+        // SAFETY: AVX2 = true only in `walk_avx2`, entered after detection.
+        return unsafe { step_group_avx2(c, d, gb, tm1, inv, w, st, q) };
+    }
+    let mut live = false;
+    for l in 0..GROUP {
+        let gv =
+            ((((c[5][l] * d + c[4][l]) * d + c[3][l]) * d + c[2][l]) * d + c[1][l]) * d + c[0][l];
+        let a = (inv[l] * (gv - gb)).max(0.0).min(1.0);
+        let sv = st.s[l];
+        let pk = sv * a;
+        st.generated[l] += sv;
+        st.accepted[l] += pk;
+        st.rejections[l] += pk * tm1;
+        let s2 = sv - pk;
+        let s2 = if s2 < SURVIVAL_EPS { 0.0 } else { s2 };
+        st.s[l] = s2;
+        q[l] += w[l] * pk;
+        live |= s2 > 0.0;
+    }
+    live
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn step_group_avx2(
+    c: &GroupCoeffs,
+    d: f64,
+    gb: f64,
+    tm1: f64,
+    inv: &Lane,
+    w: &Lane,
+    st: GroupState,
+    q: &mut Lane,
+) -> bool {
+    use std::arch::x86_64::*;
+    // SAFETY: every pointer is to a [f64; 4] (unaligned loads and stores).
+    unsafe {
+        let ld = |x: &Lane| _mm256_loadu_pd(x.as_ptr());
+        let dv = _mm256_set1_pd(d);
+        let mut gv = _mm256_add_pd(_mm256_mul_pd(ld(&c[5]), dv), ld(&c[4]));
+        gv = _mm256_add_pd(_mm256_mul_pd(gv, dv), ld(&c[3]));
+        gv = _mm256_add_pd(_mm256_mul_pd(gv, dv), ld(&c[2]));
+        gv = _mm256_add_pd(_mm256_mul_pd(gv, dv), ld(&c[1]));
+        gv = _mm256_add_pd(_mm256_mul_pd(gv, dv), ld(&c[0]));
+        let zero = _mm256_setzero_pd();
+        // max(x, 0) then min(·, 1): for a non-NaN x the same as f64::max/min.
+        let a = _mm256_mul_pd(ld(inv), _mm256_sub_pd(gv, _mm256_set1_pd(gb)));
+        let a = _mm256_min_pd(_mm256_max_pd(a, zero), _mm256_set1_pd(1.0));
+        let sv = ld(st.s);
+        let pk = _mm256_mul_pd(sv, a);
+        _mm256_storeu_pd(
+            st.generated.as_mut_ptr(),
+            _mm256_add_pd(ld(st.generated), sv),
+        );
+        _mm256_storeu_pd(st.accepted.as_mut_ptr(), _mm256_add_pd(ld(st.accepted), pk));
+        _mm256_storeu_pd(
+            st.rejections.as_mut_ptr(),
+            _mm256_add_pd(ld(st.rejections), _mm256_mul_pd(pk, _mm256_set1_pd(tm1))),
+        );
+        let s2 = _mm256_sub_pd(sv, pk);
+        let dead = _mm256_cmp_pd::<_CMP_LT_OQ>(s2, _mm256_set1_pd(SURVIVAL_EPS));
+        let s2 = _mm256_andnot_pd(dead, s2);
+        _mm256_storeu_pd(st.s.as_mut_ptr(), s2);
+        _mm256_storeu_pd(
+            q.as_mut_ptr(),
+            _mm256_add_pd(ld(q), _mm256_mul_pd(ld(w), pk)),
+        );
+        _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_GT_OQ>(s2, zero)) != 0
     }
 }
 
