@@ -228,6 +228,17 @@ fn privbon(
     estimator: Estimator,
     coins: impl FnOnce() -> Pcg64,
 ) -> Values {
+    if let (Some(e), Estimator::Conditional) = (&prep.privbon_weights[k], estimator) {
+        // One pass: Σ e_i·v_i and Σ e_i over the batch.
+        let mut v = Values::default();
+        let mut total = 0.0;
+        for &i in &s.batch_a {
+            let w = e[i];
+            total += w;
+            v.add_scaled(&pool.values[i], w);
+        }
+        return v.scaled(1.0 / total);
+    }
     let weights: &[f64] = match &prep.privbon_weights[k] {
         Some(e) => {
             s.weights.clear();
