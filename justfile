@@ -27,6 +27,29 @@ paper-data:
     cargo run --release -- synth --preset math --size paper --out data/paper/raw --force
     cargo run --release -- ingest --responses data/paper/raw/responses.parquet --rewards data/paper/raw/rewards_*.parquet --out data/paper/prepared --name synthetic-math --force
 
+# 2,000 prompts × 10,000 responses (bench-paper's memory check: peak RSS must not grow with prompts).
+paper2k-data:
+    cargo run --release -- synth --preset math --prompts 2000 --responses 10000 --out data/paper2k/raw --force
+    cargo run --release -- ingest --responses data/paper2k/raw/responses.parquet --rewards data/paper2k/raw/rewards_*.parquet --out data/paper2k/prepared --name synthetic-math-2k --force
+
+# The exact estimator at paper scale (experiments/bench-paper.yaml): default (conditional), sampled,
+# sampled on 2,000 prompts, then the floor (same index draws, reward lookups and max only).
+# Wall time and peak RSS from /usr/bin/time; targets in README "Performance".
+bench-paper:
+    cargo build --release
+    test -f data/paper/prepared/dataset.yaml || just paper-data
+    test -f data/paper2k/prepared/dataset.yaml || just paper2k-data
+    /usr/bin/time -f "bench-paper conditional: %e s wall, %M KiB peak RSS" target/release/privalign sweep experiments/bench-paper.yaml --out target/bench-paper/conditional --no-progress
+    /usr/bin/time -f "bench-paper sampled: %e s wall, %M KiB peak RSS" target/release/privalign sweep experiments/bench-paper.yaml --set estimator=sampled --set lambda_nodes=0 --out target/bench-paper/sampled --no-progress
+    /usr/bin/time -f "bench-paper sampled, 2000 prompts: %e s wall, %M KiB peak RSS" target/release/privalign sweep experiments/bench-paper.yaml --set estimator=sampled --set lambda_nodes=0 --set datasets.0.path=../data/paper2k/prepared --out target/bench-paper/sampled-2k --no-progress
+    /usr/bin/time -f "bench-paper conditional, 2000 prompts: %e s wall, %M KiB peak RSS" target/release/privalign sweep experiments/bench-paper.yaml --set datasets.0.path=../data/paper2k/prepared --out target/bench-paper/conditional-2k --no-progress
+    cargo bench --bench floor
+
+# The README's demo sweep (main command without reports), timed.
+bench-demo:
+    cargo build --release
+    /usr/bin/time -f "demo sweep: %e s wall, %M KiB peak RSS" target/release/privalign sweep experiments/demo.yaml --out target/bench-demo --no-progress
+
 # Benchmarks: synth + ingest at paper size, the engine, and the sweeps (demo; paper-size scale).
 bench:
     cargo build --release

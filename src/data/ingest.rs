@@ -17,7 +17,6 @@
 use anyhow::{Context, Result};
 use polars::prelude::*;
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use super::cols;
@@ -184,14 +183,19 @@ pub fn ingest(opts: &IngestOptions) -> Result<IngestReport> {
         dropped,
     )?;
 
+    let mut manifest = manifest;
+    for m in &reward_models {
+        let raw: Vec<f32> = out_df.column(m)?.f32()?.into_no_null_iter().collect();
+        manifest
+            .transform_stats
+            .insert(m.clone(), prepared::TransformStats::of(&raw));
+    }
     let stage = output::PreparedOutput::new(&opts.out, opts.force)?;
-    let scores = stage.scores();
-    let f = File::create(scores).with_context(|| format!("creating {}", scores.display()))?;
-    ParquetWriter::new(f)
-        .with_compression(ParquetCompression::Zstd(None))
-        .finish(&mut out_df)
-        .map_err(anyhow::Error::from)
-        .with_context(|| format!("writing {}", scores.display()))?;
+    manifest.integrity = Some(super::layout::write_layout(
+        [stage.scores(), stage.prompts(), stage.blocks()],
+        &mut out_df,
+        &offsets,
+    )?);
     let yaml = yaml_serde::to_string(&manifest)?;
     std::fs::write(stage.manifest(), yaml.as_bytes())
         .with_context(|| format!("writing {}", stage.manifest().display()))?;
@@ -911,5 +915,7 @@ fn build_manifest(
             dropped_unscored: dropped,
         },
         privalign_version: env!("CARGO_PKG_VERSION").into(),
+        transform_stats: BTreeMap::new(),
+        integrity: None,
     })
 }

@@ -13,11 +13,13 @@
 pub mod describe;
 pub mod ids;
 pub mod ingest;
+pub mod layout;
 pub mod nested_jsonl;
 pub mod open;
 pub mod output;
 pub mod prepared;
 pub mod read;
+pub mod reader;
 pub mod synth;
 
 /// Canonical column names shared by every stage.

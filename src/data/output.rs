@@ -63,8 +63,14 @@ pub fn check_out(out: &Path, force: bool) -> Result<()> {
     Ok(())
 }
 
-/// The files ingest writes, relative to `--out`.
-pub const OUTPUTS: [&str; 2] = [SCORES_FILE, MANIFEST_FILE];
+/// The files ingest writes, relative to `--out` (the manifest last: it is
+/// swapped in last and vouches for the others).
+pub const OUTPUTS: [&str; 4] = [
+    SCORES_FILE,
+    super::layout::PROMPTS_FILE,
+    super::layout::BLOCKS_FILE,
+    MANIFEST_FILE,
+];
 
 /// Refuse when `out` holds a `scores.parquet`/`dataset.yaml` that ingest did
 /// not write, or when an input is one of ingest's outputs.
@@ -164,9 +170,19 @@ impl PreparedOutput {
         &self.tmp[0]
     }
 
+    /// Where to write `prompts.parquet` before the swap.
+    pub fn prompts(&self) -> &Path {
+        &self.tmp[1]
+    }
+
+    /// Where to write `blocks.parquet` before the swap.
+    pub fn blocks(&self) -> &Path {
+        &self.tmp[2]
+    }
+
     /// Where to write `dataset.yaml` before the swap.
     pub fn manifest(&self) -> &Path {
-        &self.tmp[1]
+        &self.tmp[3]
     }
 
     /// Swap both files in (see the module doc).

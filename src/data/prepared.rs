@@ -1,15 +1,13 @@
 //! The prepared dataset (design §4): `scores.parquet` + `dataset.yaml`, and
 //! its loader into per-prompt contiguous arrays for the engine.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use super::cols;
-use crate::bail_input;
 
 pub const SCORES_FILE: &str = "scores.parquet";
 pub const MANIFEST_FILE: &str = "dataset.yaml";
@@ -37,6 +35,52 @@ pub struct DatasetManifest {
     /// How the dataset was made: input form, files with sha256, dropped rows.
     pub source: SourceInfo,
     pub privalign_version: String,
+    /// Per reward model, the whole-dataset statistics the data-dependent
+    /// transforms (minmax, zscore) use — computed once here, so a sweep that
+    /// reads a window of prompts (or a shard) transforms bit-exactly as one
+    /// that reads everything.
+    #[serde(default)]
+    pub transform_stats: BTreeMap<String, TransformStats>,
+    /// Block layout and the hashes that bind every read to what ingest wrote
+    /// ([`super::layout`]); absent in datasets of older versions, which must
+    /// be re-ingested.
+    #[serde(default)]
+    pub integrity: Option<super::layout::Integrity>,
+}
+
+/// Whole-dataset statistics of one reward model's raw scores, in the exact
+/// arithmetic the transforms use: min and max; mean = Σr/N in row order;
+/// population sd = sqrt(Σ(r − mean)²/N), two-pass, in row order.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TransformStats {
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub sd: f64,
+}
+
+impl TransformStats {
+    pub fn of(raw: &[f32]) -> Self {
+        let (mut min, mut max) = (f64::INFINITY, f64::NEG_INFINITY);
+        for &r in raw {
+            min = min.min(f64::from(r));
+            max = max.max(f64::from(r));
+        }
+        let n = raw.len() as f64;
+        let mean = raw.iter().map(|&r| f64::from(r)).sum::<f64>() / n;
+        let var = raw
+            .iter()
+            .map(|&r| (f64::from(r) - mean).powi(2))
+            .sum::<f64>()
+            / n;
+        Self {
+            min,
+            max,
+            mean,
+            sd: var.sqrt(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -181,59 +225,34 @@ impl PreparedDataset {
             .map(|(_, v)| v.as_slice())
     }
 
-    /// Load `dir/scores.parquet` and `dir/dataset.yaml`.
+    /// Load every column of `dir` through the verifying reader
+    /// ([`super::reader::DatasetReader`]).
     pub fn load(dir: &Path) -> Result<Self> {
-        let manifest = load_manifest(dir)?;
-        let scores_path = dir.join(SCORES_FILE);
-        let f = File::open(&scores_path)
-            .with_context(|| format!("opening {}", scores_path.display()))?;
-        let df = ParquetReader::new(f)
-            .finish()
-            .map_err(anyhow::Error::from)
-            .with_context(|| format!("reading {}", scores_path.display()))?;
-        let f32_col = |name: &str| -> Result<Vec<f32>> {
-            let c = df.column(name).map_err(|_| {
-                crate::error::input_error(format!(
-                    "{}: missing column {name:?}; re-run `privalign ingest`",
-                    scores_path.display()
-                ))
-            })?;
-            let c = c.cast(&DataType::Float32)?;
-            Ok(c.f32()?.into_no_null_iter().collect())
-        };
-        let pid = df.column(cols::PROMPT_ID)?.str()?.clone();
-        let offsets = prompt_offsets(&pid);
-        let prompt_ids = offsets[..offsets.len() - 1]
-            .iter()
-            .map(|&o| pid.get(o).unwrap_or_default().to_string())
-            .collect();
+        let reader = super::reader::DatasetReader::open(dir)?;
+        let manifest = reader.manifest.clone();
+        let mut names: Vec<&str> = vec![cols::CORRECT];
+        names.extend(manifest.reward_models.iter().map(String::as_str));
+        if manifest.has_gen_seconds {
+            names.push(cols::GEN_SECONDS);
+        }
+        let mut w = reader.read_all(&names)?;
         let rewards = manifest
             .reward_models
             .iter()
-            .map(|m| Ok((m.clone(), f32_col(m)?)))
-            .collect::<Result<Vec<_>>>()?;
-        let gen_seconds = if manifest.has_gen_seconds {
-            Some(f32_col(cols::GEN_SECONDS)?)
-        } else {
-            None
-        };
-        if df.height() != manifest.counts.responses {
-            bail_input!(
-                "{}: has {} rows but {} says {}; the dataset was modified after ingest — re-run `privalign ingest`",
-                scores_path.display(),
-                df.height(),
-                MANIFEST_FILE,
-                manifest.counts.responses
-            );
-        }
+            .map(|m| (m.clone(), w.columns.remove(m.as_str()).unwrap_or_default()))
+            .collect();
         Ok(Self {
             dir: dir.to_path_buf(),
-            correct: f32_col(cols::CORRECT)?,
+            correct: w.columns.remove(cols::CORRECT).unwrap_or_default(),
+            gen_seconds: if manifest.has_gen_seconds {
+                w.columns.remove(cols::GEN_SECONDS)
+            } else {
+                None
+            },
             manifest,
-            prompt_ids,
-            offsets,
+            prompt_ids: reader.prompt_ids.clone(),
+            offsets: reader.offsets.clone(),
             rewards,
-            gen_seconds,
         })
     }
 }

@@ -38,6 +38,47 @@ pub fn solve_lambda_sorted_desc(sorted: &[f64], beta: f64) -> f64 {
     unreachable!("the loop returns at k = n")
 }
 
+/// As [`solve_lambda`] without sorting: Newton's method on the convex,
+/// decreasing, piecewise-linear F(λ) = Σ relu(r_i − λ) − nβ, started at the
+/// k = n solution λ₀ = mean(r) − β, where F(λ₀) ≥ 0. From the left of the
+/// root Newton's iterates increase monotonically (the tangent of a convex
+/// decreasing function lies below it) and each step is the closed form
+/// λ = (Σ_{r_i > λ_j} r_i − nβ)/k_j over the current active set, so the
+/// iteration ends, exactly, once the active set stops changing — after 4–5
+/// passes over the batch on real data instead of an O(n log n) sort.
+///
+/// The result is the closed form of [`solve_lambda_sorted_desc`] over the
+/// same active set, summed in batch order rather than sorted order (a
+/// difference of a few ulp of the sum). Ties need no special case: an item
+/// with r_i = λ contributes relu(0) = 0 whether or not it is counted.
+pub fn solve_lambda_newton(r: &[f64], beta: f64) -> f64 {
+    let n = r.len();
+    assert!(n > 0, "solve_lambda needs at least one reward");
+    let target = n as f64 * beta;
+    let mut lambda = r.iter().sum::<f64>() / n as f64 - beta;
+    // Each pass strictly grows the active set's threshold; n + 2 passes
+    // bound the number of distinct active sets (a guard, never reached).
+    for _ in 0..n + 2 {
+        let (mut sum, mut count) = (0.0, 0usize);
+        for &x in r {
+            if x > lambda {
+                sum += x;
+                count += 1;
+            }
+        }
+        if count == 0 {
+            // Only possible through rounding at λ = max: the root is max − nβ/#max.
+            return lambda;
+        }
+        let next = (sum - target) / count as f64;
+        if next <= lambda {
+            return lambda.max(next);
+        }
+        lambda = next;
+    }
+    lambda
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,6 +141,29 @@ mod tests {
             let r: Vec<f64> = (0..n).map(|_| rng.random::<f64>()).collect();
             for beta in [1e-9, 1e-4, 0.01, 0.5, 3.0, 1e5] {
                 check(&r, beta);
+            }
+        }
+    }
+
+    #[test]
+    fn newton_matches_the_sorted_closed_form() {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(11);
+        for n in [1usize, 2, 3, 7, 64, 1000, 4096] {
+            for beta in [1e-9, 1e-4, 0.01, 0.05, 0.5, 3.0, 1e5] {
+                // Continuous rewards, and a coarse grid with bootstrap-style repeats.
+                let cont: Vec<f64> = (0..n).map(|_| rng.random::<f64>()).collect();
+                let grid: Vec<f64> = (0..n)
+                    .map(|_| f64::from(rng.random_range(0..5u32)) * 0.25)
+                    .collect();
+                for r in [cont, grid] {
+                    let exact = solve_lambda(&r, beta);
+                    let fast = solve_lambda_newton(&r, beta);
+                    let scale = r.iter().fold(beta, |m, x| m.max(x.abs()));
+                    assert!(
+                        (exact - fast).abs() <= 8.0 * n as f64 * f64::EPSILON * scale,
+                        "n={n} β={beta}: sorted {exact} vs Newton {fast}"
+                    );
+                }
             }
         }
     }

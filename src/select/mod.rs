@@ -1,6 +1,7 @@
 //! Selection algorithms as pure functions of one prompt's candidates (design §6).
 
 pub mod bon;
+pub mod gtable;
 pub mod itp;
 pub mod lambda;
 pub mod pool;

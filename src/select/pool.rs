@@ -42,8 +42,10 @@ pub struct Pool {
 /// For each x in `xs`, P(X < x) + ½P(X = x) with X uniform over `xs`.
 pub fn mid_ranks(xs: &[f64]) -> Vec<f64> {
     let n = xs.len();
+    // Tied values share one rank, so an unstable sort (no allocation, and
+    // fast on the few distinct values of binary correctness) is enough.
     let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by(|&a, &b| xs[a].total_cmp(&xs[b]));
+    order.sort_unstable_by(|&a, &b| xs[a].total_cmp(&xs[b]));
     let mut out = vec![0.0; n];
     let mut lo = 0;
     while lo < n {

@@ -30,6 +30,21 @@ pub fn softmax_weights(pool: &Pool, batch: &[usize], sigma: f64, out: &mut Vec<f
     }
 }
 
+/// Softmax selection probabilities of rewards given in batch order.
+pub fn softmax_weights_of(rewards: &[f64], sigma: f64, out: &mut Vec<f64>) {
+    out.clear();
+    let max = rewards.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut total = 0.0;
+    for &r in rewards {
+        let w = ((r - max) / sigma).exp();
+        total += w;
+        out.push(w);
+    }
+    for w in out.iter_mut() {
+        *w /= total;
+    }
+}
+
 /// E[values(selected)] of Gumbel PrivBoN given the batch.
 pub fn privbon_conditional(
     pool: &Pool,

@@ -33,7 +33,7 @@ use crate::results::cells::Chunk;
 use crate::results::fsrc::fsrc_frame;
 use crate::results::manifest::TransformRecord;
 use crate::results::parquet_io::{read_frame, write_frame};
-use crate::sweep::engine::run_item;
+use crate::sweep::engine::{Plan, run_item_with};
 use crate::sweep::run::{build_pools, config_hash, fsrc_rows, host};
 use crate::sweep::seed::StreamKey;
 
@@ -216,6 +216,8 @@ fn run_in_pool(exp: &Experiment, o: &ShardOptions, threads: usize) -> Result<Sha
                     },
                 );
             let ecfg = exp.engine_config(rm);
+            // Built once per reward model: G tables, nodes, stream ids.
+            let plan = Plan::new(&ecfg);
             while i < mine.len() && mine[i].dataset == di && mine[i].reward_model == ri {
                 let unit = mine[i];
                 let file = o.out.join(unit.file_name(exp));
@@ -251,7 +253,7 @@ fn run_in_pool(exp: &Experiment, o: &ShardOptions, threads: usize) -> Result<Sha
                                         prompt_id: pid,
                                         n,
                                     };
-                                    run_item(pool, n, &key, &ecfg)
+                                    run_item_with(&plan, pool, n, &key)
                                 })
                                 .collect();
                             write_frame(&file, &mut chunk.to_frame()?)?;

@@ -30,7 +30,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::engine::{Batches, PrivItpParams, Sampling, run_item};
+use super::engine::{Batches, Plan, PrivItpParams, Sampling, run_item_with};
 use super::fsrc::{FsrcParams, run_fsrc};
 use super::seed::{StreamKey, stable_id};
 use super::transform::{self, AppliedTransform};
@@ -355,6 +355,8 @@ fn sweep_in_pool(
             );
             let kind = format!("{:?}", applied.kind).to_lowercase();
             let ecfg = exp.engine_config(rm);
+            // Built once per reward model: G tables, nodes, stream ids.
+            let plan = Plan::new(&ecfg);
             rep.stage(format!(
                 "dataset `{}`, reward model `{}`: {} n × {} prompts × {} algorithm settings",
                 ds.name,
@@ -405,7 +407,7 @@ fn sweep_in_pool(
                                     prompt_id: pid,
                                     n,
                                 };
-                                let m = run_item(pool, n, &key, &ecfg);
+                                let m = run_item_with(&plan, pool, n, &key);
                                 rep.bar.inc(algs);
                                 m
                             })

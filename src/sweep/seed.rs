@@ -34,7 +34,9 @@ pub enum StreamUse {
 }
 
 impl StreamKey<'_> {
-    fn state(&self, replicate: usize) -> u128 {
+    /// The 128-bit generator state of `replicate` (one SHA-256; every use's
+    /// stream of the replicate derives from it with [`Self::rng_from`]).
+    pub fn state(&self, replicate: usize) -> u128 {
         let mut h = Sha256::new();
         h.update(b"privalign/v1");
         h.update(self.seed.to_le_bytes());
@@ -52,12 +54,17 @@ impl StreamKey<'_> {
 
     /// The generator for `replicate` and `use_`.
     pub fn rng(&self, replicate: usize, use_: StreamUse) -> Pcg64 {
+        self.rng_from(self.state(replicate), use_)
+    }
+
+    /// The generator for a replicate's `state` and `use_`.
+    pub fn rng_from(&self, state: u128, use_: StreamUse) -> Pcg64 {
         let stream: u128 = match use_ {
             StreamUse::BatchA => 1,
             StreamUse::BatchB => 2,
             StreamUse::Mechanism(id) => (u128::from(id) << 8) | 3,
         };
-        Pcg64::new(self.state(replicate), stream)
+        Pcg64::new(state, stream)
     }
 }
 

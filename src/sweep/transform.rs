@@ -17,6 +17,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::config::{TransformKind, TransformSpec};
+use crate::data::prepared::TransformStats;
 use crate::error::input_error;
 
 /// The transform as applied, with the bounds actually used (recorded in the
@@ -28,41 +29,58 @@ pub struct AppliedTransform {
     pub hi: Option<f64>,
     pub r_max: f64,
     pub data_dependent: bool,
+    /// zscore: the statistics and the clip bounds in sd units.
+    #[serde(skip)]
+    pub mean: Option<f64>,
+    #[serde(skip)]
+    pub sd: Option<f64>,
+    #[serde(skip)]
+    pub z_lo: Option<f64>,
+    #[serde(skip)]
+    pub z_hi: Option<f64>,
 }
 
 fn linear(r: f64, lo: f64, hi: f64, r_max: f64) -> f64 {
     r_max * ((r.clamp(lo, hi) - lo) / (hi - lo))
 }
 
-/// Transform one reward model's raw scores. `what` names the dataset and
-/// reward model for errors; `prompt_of(i)` names the prompt of response i.
+/// Transform one reward model's raw scores (the whole column: its own
+/// statistics). `what` names the dataset and reward model for errors;
+/// `prompt_of(i)` names the prompt of response i.
 pub fn apply(
     spec: &TransformSpec,
     raw: &[f32],
     what: &str,
     prompt_of: impl Fn(usize) -> String,
 ) -> Result<(Vec<f64>, AppliedTransform)> {
-    let r_max = spec.r_max;
+    let applied = prepare(spec, &TransformStats::of(raw), what)?;
+    let out = applied.map(raw, what, prompt_of)?;
+    Ok((out, applied))
+}
+
+/// Fix a transform's bounds from whole-dataset statistics (data-dependent
+/// kinds read them from dataset.yaml, so every window — and every shard —
+/// transforms bit-exactly as the whole column would).
+pub fn prepare(
+    spec: &TransformSpec,
+    stats: &TransformStats,
+    what: &str,
+) -> Result<AppliedTransform> {
     let mut applied = AppliedTransform {
         kind: spec.kind,
         lo: spec.lo,
         hi: spec.hi,
-        r_max,
+        r_max: spec.r_max,
         data_dependent: spec.kind.data_dependent(),
+        mean: None,
+        sd: None,
+        z_lo: None,
+        z_hi: None,
     };
-    let out: Vec<f64> = match spec.kind {
-        TransformKind::Clip => {
-            let (lo, hi) = (spec.lo.unwrap_or(0.0), spec.hi.unwrap_or(1.0));
-            raw.iter()
-                .map(|&r| linear(f64::from(r), lo, hi, r_max))
-                .collect()
-        }
+    match spec.kind {
+        TransformKind::Clip => {}
         TransformKind::Minmax => {
-            let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-            for &r in raw {
-                lo = lo.min(f64::from(r));
-                hi = hi.max(f64::from(r));
-            }
+            let (lo, hi) = (stats.min, stats.max);
             if lo >= hi {
                 return Err(input_error(format!(
                     "{what}: every score equals {lo}, so transform kind minmax has no range; use kind clip with fixed lo/hi"
@@ -70,23 +88,9 @@ pub fn apply(
             }
             applied.lo = Some(lo);
             applied.hi = Some(hi);
-            raw.iter()
-                .map(|&r| linear(f64::from(r), lo, hi, r_max))
-                .collect()
         }
-        TransformKind::Sigmoid => raw
-            .iter()
-            .map(|&r| r_max / (1.0 + (-f64::from(r)).exp()))
-            .collect(),
         TransformKind::Zscore => {
-            let n = raw.len() as f64;
-            let mean = raw.iter().map(|&r| f64::from(r)).sum::<f64>() / n;
-            let var = raw
-                .iter()
-                .map(|&r| (f64::from(r) - mean).powi(2))
-                .sum::<f64>()
-                / n;
-            let sd = var.sqrt();
+            let (mean, sd) = (stats.mean, stats.sd);
             if sd.is_nan() || sd <= 0.0 {
                 return Err(input_error(format!(
                     "{what}: every score equals {mean}, so transform kind zscore has no scale; use kind clip with fixed lo/hi"
@@ -95,25 +99,58 @@ pub fn apply(
             let (lo, hi) = (spec.lo.unwrap_or(-3.0), spec.hi.unwrap_or(3.0));
             applied.lo = Some(mean + lo * sd);
             applied.hi = Some(mean + hi * sd);
-            raw.iter()
-                .map(|&r| linear((f64::from(r) - mean) / sd, lo, hi, r_max))
-                .collect()
+            applied.mean = Some(mean);
+            applied.sd = Some(sd);
+            applied.z_lo = Some(lo);
+            applied.z_hi = Some(hi);
         }
-        TransformKind::None => {
-            if let Some(i) = raw
-                .iter()
-                .position(|&r| !(0.0..=r_max).contains(&f64::from(r)))
-            {
-                return Err(input_error(format!(
-                    "{what}: response {i} (prompt {}) has score {} outside [0, r_max = {r_max}]; transform kind none needs scores in [0, r_max] — use kind clip with lo/hi, or minmax",
-                    prompt_of(i),
-                    raw[i]
-                )));
+        TransformKind::Sigmoid | TransformKind::None => {}
+    }
+    Ok(applied)
+}
+
+impl AppliedTransform {
+    /// r̂ of each raw score; `prompt_of(i)` names the prompt of `raw[i]`.
+    pub fn map(
+        &self,
+        raw: &[f32],
+        what: &str,
+        prompt_of: impl Fn(usize) -> String,
+    ) -> Result<Vec<f64>> {
+        let r_max = self.r_max;
+        Ok(match self.kind {
+            TransformKind::Clip | TransformKind::Minmax => {
+                let (lo, hi) = (self.lo.unwrap_or(0.0), self.hi.unwrap_or(1.0));
+                raw.iter()
+                    .map(|&r| linear(f64::from(r), lo, hi, r_max))
+                    .collect()
             }
-            raw.iter().map(|&r| f64::from(r)).collect()
-        }
-    };
-    Ok((out, applied))
+            TransformKind::Sigmoid => raw
+                .iter()
+                .map(|&r| r_max / (1.0 + (-f64::from(r)).exp()))
+                .collect(),
+            TransformKind::Zscore => {
+                let (mean, sd) = (self.mean.unwrap_or(0.0), self.sd.unwrap_or(1.0));
+                let (lo, hi) = (self.z_lo.unwrap_or(-3.0), self.z_hi.unwrap_or(3.0));
+                raw.iter()
+                    .map(|&r| linear((f64::from(r) - mean) / sd, lo, hi, r_max))
+                    .collect()
+            }
+            TransformKind::None => {
+                if let Some(i) = raw
+                    .iter()
+                    .position(|&r| !(0.0..=r_max).contains(&f64::from(r)))
+                {
+                    return Err(input_error(format!(
+                        "{what}: response {i} (prompt {}) has score {} outside [0, r_max = {r_max}]; transform kind none needs scores in [0, r_max] — use kind clip with lo/hi, or minmax",
+                        prompt_of(i),
+                        raw[i]
+                    )));
+                }
+                raw.iter().map(|&r| f64::from(r)).collect()
+            }
+        })
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,448 @@
+//! One (prompt, n): every replicate of every algorithm on shared batches.
+//!
+//! Per replicate: batch A is drawn once and gathered into a contiguous array
+//! of rewards (BoN, PrivBoN and Phase 1 read it); λ̂ is solved once per
+//! distinct β ([`solve_lambda_newton`]); batch B is drawn lazily and shared by
+//! every ITP/PrivITP setting. The replicate's generator state (one SHA-256 of
+//! the stream key) is computed once and every use's stream derived from it.
+
+use rand::RngExt;
+use rand_distr::StandardNormal;
+use rand_pcg::Pcg64;
+
+use super::draw::{Candidates, Drawer, LazyBatch};
+use super::lockstep::{LaneScratch, privitp_lockstep};
+use super::prep::PoolPrep;
+use super::{Algorithm, Batches, Estimator, Metrics, Plan, PrivItpParams};
+use crate::privacy::accountant::{Phase2Terms, privbon_gumbel_eps};
+use crate::select::itp::{ItpAcceptance, PrivItpAcceptance};
+use crate::select::lambda::solve_lambda_newton;
+use crate::select::pool::{Pool, Values};
+use crate::select::privbon::{privbon_gauss_sampled, softmax_weights_of};
+use crate::select::rejection::{RejectionOutcome, rejection_conditional, rejection_sampled};
+use crate::sweep::seed::{StreamKey, StreamUse};
+
+/// Buffers reused across the n values and replicates of one prompt.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    batch_a: Vec<usize>,
+    rewards_a: Vec<f64>,
+    weights: Vec<f64>,
+    batch_b: Vec<usize>,
+    lambdas: Vec<Option<f64>>,
+    lanes: LaneScratch,
+    memo: Vec<(u32, f64)>,
+    memo_stamp: u32,
+}
+
+pub(crate) fn run_n(
+    plan: &Plan,
+    pool: &Pool,
+    prep: &PoolPrep,
+    n: usize,
+    key: &StreamKey,
+    s: &mut Scratch,
+) -> Vec<Metrics> {
+    let cfg = &plan.cfg;
+    let size = pool.len();
+    assert!(n >= 1, "n must be at least 1");
+    assert!(
+        cfg.sampling == super::Sampling::WithReplacement || n <= size,
+        "without replacement needs n ≤ pool size"
+    );
+    let mut sums = vec![Metrics::default(); cfg.algorithms.len()];
+    for rep in 0..cfg.replicates {
+        let state = key.state(rep);
+        let mut da = Drawer::new(key.rng_from(state, StreamUse::BatchA), size, cfg.sampling);
+        s.batch_a.clear();
+        s.rewards_a.clear();
+        for _ in 0..n {
+            let i = da.next(size);
+            s.batch_a.push(i);
+            s.rewards_a.push(prep.proxy[i]);
+        }
+        let mut batch_b = LazyBatch {
+            drawer: Drawer::new(key.rng_from(state, StreamUse::BatchB), size, cfg.sampling),
+            items: std::mem::take(&mut s.batch_b),
+            pool: size,
+        };
+        batch_b.items.clear();
+        s.lambdas.clear();
+        s.lambdas.resize(plan.betas.len(), None);
+        for (k, alg) in cfg.algorithms.iter().enumerate() {
+            let coins = || key.rng_from(state, StreamUse::Mechanism(plan.streams[k]));
+            let lambda = plan.beta_slot[k].map(|slot| {
+                *s.lambdas[slot]
+                    .get_or_insert_with(|| solve_lambda_newton(&s.rewards_a, plan.betas[slot]))
+            });
+            let m = match *alg {
+                Algorithm::Bon => bon(pool, &s.batch_a, &s.rewards_a, cfg.estimator, coins),
+                Algorithm::PrivBon { sigma } => Metrics {
+                    values: privbon(pool, prep, k, sigma, s, cfg.estimator, coins),
+                    halting_time: None,
+                    generations: n as f64,
+                    eps: Some(privbon_gumbel_eps(cfg.privacy.delta_r, sigma)),
+                },
+                Algorithm::PrivBonGauss { sigma } => Metrics {
+                    values: pool.values
+                        [s.batch_a[privbon_gauss_sampled(pool, &s.batch_a, sigma, &mut coins())]],
+                    halting_time: None,
+                    generations: n as f64,
+                    eps: None,
+                },
+                Algorithm::Itp { beta, batches } => {
+                    let acc =
+                        ItpAcceptance::new(lambda.unwrap_or_default(), beta, cfg.privacy.r_max);
+                    let mut cand = candidates(batches, &mut batch_b, &s.batch_a);
+                    phase2(
+                        pool,
+                        prep,
+                        n,
+                        batches,
+                        &mut cand,
+                        cfg.estimator,
+                        &mut coins(),
+                        |i| acc.prob(prep.proxy[i]),
+                        |r, c| c.random::<f64>() < acc.prob(r),
+                    )
+                    .0
+                }
+                Algorithm::PrivItp(p) => {
+                    let lam = lambda.unwrap_or_default();
+                    let pp = plan.privitp[k].as_ref().expect("PrivITP plan");
+                    match (&pp.table, prep.privitp_gb[k].as_ref()) {
+                        (Some(table), Some(gb)) => {
+                            let mut cand = candidates(p.batches, &mut batch_b, &s.batch_a);
+                            privitp_lockstep(
+                                plan,
+                                pool,
+                                prep,
+                                gb,
+                                table,
+                                &p,
+                                lam,
+                                pp.eps1,
+                                n,
+                                &mut cand,
+                                &mut s.lanes,
+                            )
+                        }
+                        _ => privitp_general(
+                            plan,
+                            pool,
+                            prep,
+                            n,
+                            &p,
+                            lam,
+                            pp.eps1,
+                            &mut batch_b,
+                            &s.batch_a,
+                            coins,
+                            (&mut s.memo, &mut s.memo_stamp),
+                        ),
+                    }
+                }
+            };
+            let acc = &mut sums[k];
+            acc.values.add_scaled(&m.values, 1.0);
+            acc.generations += m.generations;
+            acc.halting_time = m.halting_time.map(|h| acc.halting_time.unwrap_or(0.0) + h);
+            acc.eps = m.eps.map(|e| acc.eps.unwrap_or(0.0) + e);
+        }
+        s.batch_b = batch_b.items;
+    }
+    let r = cfg.replicates as f64;
+    sums.iter()
+        .map(|m| Metrics {
+            values: m.values.scaled(1.0 / r),
+            halting_time: m.halting_time.map(|h| h / r),
+            generations: m.generations / r,
+            eps: m.eps.map(|e| e / r),
+        })
+        .collect()
+}
+
+fn candidates<'a>(
+    batches: Batches,
+    batch_b: &'a mut LazyBatch,
+    batch_a: &'a [usize],
+) -> Candidates<'a> {
+    match batches {
+        Batches::Fresh => Candidates::Fresh(batch_b),
+        Batches::Shared => Candidates::Shared(batch_a),
+    }
+}
+
+/// BoN: the largest r̂; tied candidates share the selection equally
+/// (conditional) or one is picked uniformly (sampled).
+fn bon(
+    pool: &Pool,
+    batch: &[usize],
+    rewards: &[f64],
+    estimator: Estimator,
+    coins: impl FnOnce() -> Pcg64,
+) -> Metrics {
+    let best = rewards.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let ties = rewards.iter().filter(|&&r| r == best).count();
+    let tied = || {
+        batch
+            .iter()
+            .zip(rewards)
+            .filter(|&(_, &r)| r == best)
+            .map(|(&i, _)| i)
+    };
+    let values = match estimator {
+        Estimator::Conditional => {
+            let mut v = Values::default();
+            let w = 1.0 / ties as f64;
+            for i in tied() {
+                v.add_scaled(&pool.values[i], w);
+            }
+            v
+        }
+        Estimator::Sampled => {
+            let pick = coins().random_range(0..ties);
+            pool.values[tied().nth(pick).expect("a tied candidate")]
+        }
+    };
+    Metrics {
+        values,
+        halting_time: None,
+        generations: batch.len() as f64,
+        eps: None,
+    }
+}
+
+/// Gumbel PrivBoN (the exponential mechanism, `thm:gumbel_priv`): the
+/// selection law is softmax(r̂/σ) over the batch. Conditional: its
+/// expectation. Sampled: one uniform against the cumulative softmax — the
+/// same law as the Gumbel-max draw ([`crate::select::privbon::privbon_gumbel_sampled`],
+/// kept as the literal mechanism for the audit) with one draw per
+/// replicate instead of one Gumbel (two logarithms) per candidate.
+fn privbon(
+    pool: &Pool,
+    prep: &PoolPrep,
+    k: usize,
+    sigma: f64,
+    s: &mut Scratch,
+    estimator: Estimator,
+    coins: impl FnOnce() -> Pcg64,
+) -> Values {
+    if let (Some(e), Estimator::Conditional) = (&prep.privbon_weights[k], estimator) {
+        // One pass: Σ e_i·v_i and Σ e_i over the batch.
+        let mut v = Values::default();
+        let mut total = 0.0;
+        for &i in &s.batch_a {
+            let w = e[i];
+            total += w;
+            v.add_scaled(&pool.values[i], w);
+        }
+        return v.scaled(1.0 / total);
+    }
+    let weights: &[f64] = match &prep.privbon_weights[k] {
+        Some(e) => {
+            s.weights.clear();
+            s.weights.extend(s.batch_a.iter().map(|&i| e[i]));
+            &s.weights
+        }
+        None => {
+            softmax_weights_of(&s.rewards_a, sigma, &mut s.weights);
+            &s.weights
+        }
+    };
+    let total: f64 = weights.iter().sum();
+    match estimator {
+        Estimator::Conditional => {
+            let mut v = Values::default();
+            for (&i, &w) in s.batch_a.iter().zip(weights) {
+                v.add_scaled(&pool.values[i], w);
+            }
+            v.scaled(1.0 / total)
+        }
+        Estimator::Sampled => {
+            let target = coins().random::<f64>() * total;
+            let mut cum = 0.0;
+            let mut pick = s.batch_a.len() - 1;
+            for (j, &w) in weights.iter().enumerate() {
+                cum += w;
+                if cum > target {
+                    pick = j;
+                    break;
+                }
+            }
+            pool.values[s.batch_a[pick]]
+        }
+    }
+}
+
+fn clamp_lambda(l: f64, clamp: Option<(f64, f64)>) -> f64 {
+    match clamp {
+        Some((lo, hi)) => l.clamp(lo, hi),
+        None => l,
+    }
+}
+
+/// PrivITP outside the lockstep walk: the sampled estimator (literal coins),
+/// one sampled λ̃ (`lambda_nodes: 0`), or a clamped λ̃ (FSRC), where the
+/// node-shifted table does not apply. Each λ̃ walks Phase 2 with the exact
+/// acceptance, memoised per pool item (bootstrap batches revisit items).
+#[allow(clippy::too_many_arguments)]
+fn privitp_general(
+    plan: &Plan,
+    pool: &Pool,
+    prep: &PoolPrep,
+    n: usize,
+    p: &PrivItpParams,
+    lambda: f64,
+    eps1: f64,
+    batch_b: &mut LazyBatch,
+    batch_a: &[usize],
+    coins: impl FnOnce() -> Pcg64,
+    memo: (&mut Vec<(u32, f64)>, &mut u32),
+) -> Metrics {
+    let cfg = &plan.cfg;
+    let pr = &cfg.privacy;
+    let (memo, stamp) = memo;
+    if memo.len() != pool.len() {
+        memo.clear();
+        memo.resize(pool.len(), (0, 0.0));
+        *stamp = 0;
+    }
+    let mut rng = coins();
+    let mut one = |lt: f64, rng: &mut Pcg64| -> Metrics {
+        let acc = PrivItpAcceptance::new(lt, p.sigma_z, pr.r_max, p.l);
+        *stamp = stamp.wrapping_add(1);
+        if *stamp == 0 {
+            memo.fill((0, 0.0));
+            *stamp = 1;
+        }
+        let st = *stamp;
+        let mut cand = candidates(p.batches, batch_b, batch_a);
+        let (mut m, o) = phase2(
+            pool,
+            prep,
+            n,
+            p.batches,
+            &mut cand,
+            cfg.estimator,
+            rng,
+            |i| {
+                let e = &mut memo[i];
+                if e.0 != st {
+                    *e = (st, acc.prob(prep.proxy[i]));
+                }
+                e.1
+            },
+            |r, c| {
+                let z: f64 = c.sample(StandardNormal);
+                let u: f64 = c.random::<f64>();
+                acc.coin(r + p.sigma_z * z, u)
+            },
+        );
+        let terms = Phase2Terms::new(lt, p.sigma_z, pr.r_max, pr.delta_r, p.l);
+        m.eps = Some(
+            eps1 + terms.expected_eps_post(o.rejections_before_accept, o.accepted, o.fallback, n),
+        );
+        m
+    };
+    if plan.nodes.is_empty() {
+        let z: f64 = rng.sample(StandardNormal);
+        let lt = clamp_lambda(lambda + p.sigma_x * z, p.clamp);
+        return one(lt, &mut rng);
+    }
+    let mut out = Metrics {
+        halting_time: Some(0.0),
+        eps: Some(0.0),
+        ..Default::default()
+    };
+    for &(x, w) in &plan.nodes {
+        let lt = clamp_lambda(lambda + p.sigma_x * x, p.clamp);
+        let m = one(lt, &mut rng);
+        out.values.add_scaled(&m.values, w);
+        out.generations += w * m.generations;
+        out.halting_time =
+            Some(out.halting_time.unwrap_or(0.0) + w * m.halting_time.unwrap_or(0.0));
+        out.eps = Some(out.eps.unwrap_or(0.0) + w * m.eps.unwrap_or(0.0));
+    }
+    out
+}
+
+/// Phase 2 on batch B (or A when shared) under either estimator, with the
+/// acceptance probability of a pool index. Returns the metrics without ε and,
+/// for the conditional estimator, the outcome law (for ε_2^post); for the
+/// sampled one, the realised halting time.
+#[allow(clippy::too_many_arguments)]
+fn phase2(
+    pool: &Pool,
+    prep: &PoolPrep,
+    n: usize,
+    batches: Batches,
+    cand: &mut Candidates,
+    estimator: Estimator,
+    rng: &mut Pcg64,
+    mut prob_of: impl FnMut(usize) -> f64,
+    mut coin: impl FnMut(f64, &mut Pcg64) -> bool,
+) -> (Metrics, RejectionOutcome) {
+    let size = pool.len();
+    let fresh = batches == Batches::Fresh;
+    let mut t = 0usize;
+    let mut next = || {
+        let i = cand.get(t);
+        t += 1;
+        i
+    };
+    let phase1 = n as f64;
+    match estimator {
+        Estimator::Conditional => {
+            let o = rejection_conditional(pool, n, &mut next, &mut prob_of);
+            let gens = if fresh {
+                phase1 + o.phase2_generated
+            } else {
+                phase1
+            };
+            (
+                Metrics {
+                    values: o.values,
+                    halting_time: Some(o.halting_time),
+                    generations: gens,
+                    eps: None,
+                },
+                o,
+            )
+        }
+        Estimator::Sampled => {
+            let (sel, t_halt) = rejection_sampled(
+                n,
+                rng,
+                &mut next,
+                |i, c| coin(prep.proxy[i], c),
+                |c| c.random_range(0..size),
+            );
+            let gens = if fresh {
+                phase1 + t_halt.min(n) as f64
+            } else {
+                phase1
+            };
+            let o = RejectionOutcome {
+                halting_time: t_halt as f64,
+                accepted: if t_halt <= n { 1.0 } else { 0.0 },
+                fallback: if t_halt > n { 1.0 } else { 0.0 },
+                rejections_before_accept: if t_halt <= n {
+                    (t_halt - 1) as f64
+                } else {
+                    0.0
+                },
+                ..Default::default()
+            };
+            (
+                Metrics {
+                    values: pool.values[sel],
+                    halting_time: Some(t_halt as f64),
+                    generations: gens,
+                    eps: None,
+                },
+                o,
+            )
+        }
+    }
+}
