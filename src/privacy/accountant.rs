@@ -94,6 +94,53 @@ pub fn phase1_eps_analytic(delta_r: f64, sigma_x: f64, delta: f64) -> f64 {
     hi
 }
 
+/// log M(lo + d, hi + d) − log M(lo, hi), M the mean of Φ over an interval
+/// (κ and ρ both have this form: the numerator's interval is the
+/// denominator's shifted by d = Δ_r/σ_Z), with its condition number
+/// (relative error ≈ 1e-16 × condition).
+///
+/// Directly, as a difference of two logarithms, when that is well
+/// conditioned; otherwise from the exact identity
+/// M(lo+d, hi+d)/M(lo, hi) − 1 = (d/w)·[m(hi, d) − m(lo, d)]/M(lo, hi),
+/// m(x, d) the mean of Φ over [x, x + d], through `ln_1p` — accurate for
+/// small d, where the direct difference loses every digit. A degenerate
+/// interval (w = 0) uses Φ(x+d)/Φ(x) − 1 = d·φ̄/Φ(x), φ̄ ≈ φ(x + d/2)·(1 +
+/// d²((x+d/2)² − 1)/24) written through the inverse Mills ratio.
+/// `num` is `den` shifted by `d`, each end computed from the inputs.
+fn shifted_log_ratio(num: (f64, f64), (lo, hi): (f64, f64), d: f64) -> (f64, f64) {
+    let t_num = log_mean_cdf_between(num.0, num.1);
+    let t_den = log_mean_cdf_between(lo, hi);
+    let direct = t_num - t_den;
+    let big = t_num.abs().max(t_den.abs());
+    let c_direct = if big == 0.0 { 0.0 } else { big / direct.abs() };
+    if c_direct * 4e-16 <= 1e-10 {
+        return (direct, c_direct);
+    }
+    let w = hi - lo;
+    let (alt, c_alt) = if w <= 0.0 {
+        if d * (1.0 + lo.abs()) > 1e-3 {
+            return (direct, c_direct);
+        }
+        let mid = lo + 0.5 * d;
+        let series = 1.0 + d * d * (mid * mid - 1.0) / 24.0;
+        let ratio = d * super::rnm::inv_mills(lo) * (-0.5 * d * (lo + 0.25 * d)).exp() * series;
+        (ratio.ln_1p(), 1.0 + lo.abs())
+    } else {
+        let a_hi = log_mean_cdf_between(hi, num.1) - t_den;
+        let a_lo = log_mean_cdf_between(lo, num.0) - t_den;
+        let (r_hi, r_lo) = (a_hi.exp(), a_lo.exp());
+        let diff = r_hi - r_lo;
+        let c = (r_hi * (1.0 + t_den.abs() + a_hi.abs()) + r_lo * (1.0 + t_den.abs() + a_lo.abs()))
+            / diff.abs();
+        ((d / w * diff).ln_1p(), c)
+    };
+    if c_alt < c_direct {
+        (alt, c_alt)
+    } else {
+        (direct, c_direct)
+    }
+}
+
 /// Phase-2 ex-post terms of PrivITP for a released λ̃ (`thm:privitp_priv`,
 /// eq. `eq:privitp_expost`): ε_2^post(t) = (t − 1)·κ + ρ for an acceptance at
 /// t ≤ n, and n·κ when all n candidates are rejected (every round a rejection).
@@ -138,16 +185,9 @@ impl Phase2Terms {
                 p(-lambda_tilde / s),
             )
         };
-        let terms = [k_num, k_den, r_num, r_den].map(|(lo, hi)| log_mean_cdf_between(lo, hi));
-        let kappa = terms[0] - terms[1];
-        let accept = terms[2] - terms[3];
-        // Each difference's own condition number: the size of its terms
-        // over its value (0 when both terms are exactly 0).
-        let cond = |x: f64, y: f64, d: f64| {
-            let big = x.abs().max(y.abs());
-            if big == 0.0 { 0.0 } else { big / d.abs() }
-        };
-        let condition = cond(terms[0], terms[1], kappa).max(cond(terms[2], terms[3], accept));
+        let (kappa, ck) = shifted_log_ratio(k_num, k_den, delta_r / s);
+        let (accept, ca) = shifted_log_ratio(r_num, r_den, delta_r / s);
+        let condition = ck.max(ca);
         Self {
             kappa,
             accept,

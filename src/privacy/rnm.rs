@@ -65,7 +65,7 @@ pub fn check_range(r_max: f64, delta_r: f64, sigma: f64, n: usize) -> Result<(),
 }
 
 /// φ(x)/Φ(x), the inverse Mills ratio, without overflow or cancellation.
-fn inv_mills(x: f64) -> f64 {
+pub(crate) fn inv_mills(x: f64) -> f64 {
     if x < -1.0 {
         (2.0 / PI).sqrt() / erfcx(-x * FRAC_1_SQRT_2)
     } else {
