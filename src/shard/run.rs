@@ -216,7 +216,7 @@ fn run_in_pool(exp: &Experiment, o: &ShardOptions, threads: usize) -> Result<Sha
                         data_dependent: applied.data_dependent,
                     },
                 );
-            let ecfg = exp.engine_config(rm);
+            let ecfg = exp.engine_config(rm, &pools);
             while i < mine.len() && mine[i].dataset == di && mine[i].reward_model == ri {
                 let unit = mine[i];
                 let file = o.out.join(unit.file_name(exp));

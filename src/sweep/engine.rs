@@ -19,6 +19,7 @@ use crate::select::lambda::solve_lambda_sorted_desc;
 use crate::select::pool::{Pool, Values};
 use crate::select::privbon::{privbon_conditional, privbon_gauss_sampled, privbon_gumbel_sampled};
 use crate::select::quadrature::gauss_hermite_normal;
+use crate::select::reference_scripts::{Conventions, Fallback};
 use crate::select::rejection::{RejectionOutcome, rejection_conditional, rejection_sampled};
 
 /// How candidates are drawn from the pool.
@@ -138,6 +139,10 @@ pub struct EngineConfig {
     pub estimator: Estimator,
     pub lambda_noise: LambdaNoise,
     pub privacy: PrivacyParams,
+    /// The reference scripts' conventions (default: none, the paper's algorithm).
+    pub conventions: Conventions,
+    /// The base policy's values over the whole dataset (fallback `dataset_base`).
+    pub dataset_base: Values,
 }
 
 impl EngineConfig {
@@ -151,6 +156,8 @@ impl EngineConfig {
             estimator,
             lambda_noise: LambdaNoise::Quadrature(16),
             privacy: PrivacyParams::default(),
+            conventions: Conventions::default(),
+            dataset_base: Values::default(),
         }
     }
 }
@@ -308,7 +315,28 @@ pub fn run_item(pool: &Pool, n: usize, key: &StreamKey, cfg: &EngineConfig) -> V
         };
         for (k, alg) in cfg.algorithms.iter().enumerate() {
             let mut coins = key.rng(rep, StreamUse::Mechanism(alg.mechanism_stream()));
+            let conv = if cfg.conventions == Conventions::default() {
+                None
+            } else {
+                let mut b = |t: usize| batch_b.get(t, size);
+                super::conventions::run(
+                    alg,
+                    &cfg.conventions,
+                    &mut super::conventions::Replicate {
+                        pool,
+                        n,
+                        batch_a: &batch_a,
+                        sorted_a: lambda.unwrap_or_default(),
+                        batch_b: &mut b,
+                        estimator: cfg.estimator,
+                        r_max: cfg.privacy.r_max,
+                        dataset_base: cfg.dataset_base,
+                    },
+                    &mut coins,
+                )
+            };
             let m = match *alg {
+                _ if conv.is_some() => conv.unwrap_or_default(),
                 Algorithm::Bon => bon(pool, &batch_a, cfg.estimator, &mut coins),
                 Algorithm::PrivBon { sigma } => {
                     let values = match cfg.estimator {
@@ -337,7 +365,7 @@ pub fn run_item(pool: &Pool, n: usize, key: &StreamKey, cfg: &EngineConfig) -> V
                 Algorithm::Itp { beta, batches } => {
                     let lam = solve_lambda_sorted_desc(lambda.unwrap_or_default(), beta);
                     let acc = ItpAcceptance::new(lam, beta, cfg.privacy.r_max);
-                    phase2(
+                    let (mut m, o) = phase2(
                         pool,
                         n,
                         batches,
@@ -347,8 +375,17 @@ pub fn run_item(pool: &Pool, n: usize, key: &StreamKey, cfg: &EngineConfig) -> V
                         &mut coins,
                         |i| acc.prob(pool.proxy(i)),
                         |r, c| c.random::<f64>() < acc.prob(r),
-                    )
-                    .0
+                    );
+                    if cfg.conventions.itp.fallback == Fallback::DatasetBase {
+                        super::conventions::recredit(
+                            &mut m.values,
+                            &o,
+                            pool,
+                            &cfg.dataset_base,
+                            cfg.estimator,
+                        );
+                    }
+                    m
                 }
                 Algorithm::PrivItp(p) => {
                     let lam = solve_lambda_sorted_desc(lambda.unwrap_or_default(), p.beta);
@@ -534,6 +571,9 @@ fn privitp(
                 acc.coin(r + p.sigma_z * z, u)
             },
         );
+        if cfg.conventions.privitp.fallback == Fallback::DatasetBase {
+            super::conventions::recredit(&mut m.values, &o, pool, &cfg.dataset_base, cfg.estimator);
+        }
         let terms = Phase2Terms::new(lt, p.sigma_z, pr.r_max, pr.delta_r, p.l);
         m.eps = Some(
             eps1 + terms.expected_eps_post(o.rejections_before_accept, o.accepted, o.fallback, n),

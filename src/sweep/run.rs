@@ -354,7 +354,7 @@ fn sweep_in_pool(
                 },
             );
             let kind = format!("{:?}", applied.kind).to_lowercase();
-            let ecfg = exp.engine_config(rm);
+            let ecfg = exp.engine_config(rm, &pools);
             rep.stage(format!(
                 "dataset `{}`, reward model `{}`: {} n × {} prompts × {} algorithm settings",
                 ds.name,

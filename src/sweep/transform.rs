@@ -7,6 +7,8 @@
 //! * `sigmoid`: r̂ = R_max/(1 + e^(−r)) (data-independent).
 //! * `zscore`: z = (r − mean)/sd with the dataset's mean and population sd,
 //!   then `clip` with lo, hi in sd units (default [−3, 3]) (data-dependent).
+//! * `standardize`: r̂ = (r − mean)/sd, unclipped (the reference scripts';
+//!   data-dependent; r̂ is not confined to [0, R_max]).
 //! * `none`: r̂ = r; every score must already lie in [0, R_max].
 //!
 //! Statistics are over the whole dataset, never per prompt: a per-prompt
@@ -78,6 +80,22 @@ pub fn apply(
             .iter()
             .map(|&r| r_max / (1.0 + (-f64::from(r)).exp()))
             .collect(),
+        TransformKind::Standardize => {
+            let n = raw.len() as f64;
+            let mean = raw.iter().map(|&r| f64::from(r)).sum::<f64>() / n;
+            let var = raw
+                .iter()
+                .map(|&r| (f64::from(r) - mean).powi(2))
+                .sum::<f64>()
+                / n;
+            let sd = var.sqrt();
+            if sd.is_nan() || sd <= 0.0 {
+                return Err(input_error(format!(
+                    "{what}: every score equals {mean}, so transform kind standardize has no scale; use kind clip with fixed lo/hi"
+                )));
+            }
+            raw.iter().map(|&r| (f64::from(r) - mean) / sd).collect()
+        }
         TransformKind::Zscore => {
             let n = raw.len() as f64;
             let mean = raw.iter().map(|&r| f64::from(r)).sum::<f64>() / n;
