@@ -17,7 +17,7 @@ use crate::privacy::accountant::{
     Phase2Terms, PrivacyParams, phase1_eps_analytic, phase1_eps_classical, privbon_gauss_eps,
     privbon_gumbel_eps, privitp_eps_max,
 };
-use crate::privacy::budget::{BudgetParams, budget_table, check_sigma, point_table};
+use crate::privacy::budget::{BudgetParams, budget_table, check_scale, check_sigma, point_table};
 use crate::report::format::{Format, Table};
 use crate::report::plots::PlotOptions;
 use crate::report::tables::TableOptions;
@@ -634,7 +634,7 @@ fn budget(a: &BudgetArgs) -> Result<Table> {
                 a.sigma.len()
             );
         }
-        check_sigma("--sigma", a.sigma[0])?;
+        check_scale(&p, "--sigma", a.sigma[0], None)?;
         Ok(a.sigma[0])
     };
     let desc = format!(
@@ -655,6 +655,9 @@ fn budget(a: &BudgetArgs) -> Result<Table> {
         }
         BudgetMechanism::PrivbonGauss => {
             let s = one_sigma()?;
+            if let Err(m) = crate::privacy::rnm::check_range(a.r_max, delta_r, s, a.n) {
+                bail_input!("--mechanism privbon-gauss: {m}");
+            }
             point_table(
                 vec![
                     ("sigma", "σ", s),
@@ -665,7 +668,7 @@ fn budget(a: &BudgetArgs) -> Result<Table> {
         }
         BudgetMechanism::PrivitpPhase1 => {
             let sx = need(a.sigma_x, "--sigma-x", "privitp-phase1")?;
-            check_sigma("--sigma-x", sx)?;
+            check_scale(&p, "--sigma-x", sx, None)?;
             let c = phase1_eps_classical(delta_r, sx, a.delta);
             point_table(
                 vec![
@@ -689,10 +692,10 @@ fn budget(a: &BudgetArgs) -> Result<Table> {
             let lt = need(a.lambda, "--lambda", "privitp-phase2")?;
             let t = need(a.t, "--t", "privitp-phase2")?;
             let sz = need(a.sigma_z, "--sigma-z", "privitp-phase2")?;
-            check_sigma("--sigma-z", sz)?;
             if !lt.is_finite() {
                 bail_input!("--lambda must be a finite number");
             }
+            check_scale(&p, "--sigma-z", sz, Some(lt))?;
             if !(1..=a.n + 1).contains(&t) {
                 bail_input!(
                     "--t must lie in [1, n+1] = [1, {}] (got {t}); t = n+1 means all n candidates were rejected",
@@ -700,6 +703,7 @@ fn budget(a: &BudgetArgs) -> Result<Table> {
                 );
             }
             let terms = Phase2Terms::new(lt, sz, a.r_max, delta_r, a.l);
+            crate::privacy::budget::check_condition(&terms, "--delta-r", delta_r, sz)?;
             point_table(
                 vec![
                     ("lambda", "λ̃", lt),
@@ -715,8 +719,12 @@ fn budget(a: &BudgetArgs) -> Result<Table> {
         BudgetMechanism::PrivitpMax => {
             let sx = need(a.sigma_x, "--sigma-x", "privitp-max")?;
             let sz = need(a.sigma_z, "--sigma-z", "privitp-max")?;
-            check_sigma("--sigma-x", sx)?;
-            check_sigma("--sigma-z", sz)?;
+            check_scale(&p, "--sigma-x", sx, None)?;
+            check_scale(&p, "--sigma-z", sz, None)?;
+            for lt in [clamp.0, 0.5 * (clamp.0 + clamp.1), clamp.1] {
+                let t = Phase2Terms::new(lt, sz, a.r_max, delta_r, a.l);
+                crate::privacy::budget::check_condition(&t, "--delta-r", delta_r, sz)?;
+            }
             let eps1 = p.privacy.phase1_eps(sx);
             point_table(
                 vec![

@@ -241,6 +241,9 @@ fn the_cli_reports_the_file_and_exits_2() {
             let text = std::fs::read_to_string(&path).unwrap();
             yaml_serde::from_str::<privalign::check::claims::ClaimsFile>(&text)
                 .unwrap_or_else(|e| panic!("{f}: {e}"));
+        } else if f == "audit.yaml" {
+            // Not an experiment: the settings `privalign audit --config` audits.
+            privalign::audit::command::load_config(&path).unwrap_or_else(|e| panic!("{f}: {e:#}"));
         } else if f.ends_with(".yaml") {
             config::load(&path, &[]).unwrap_or_else(|e| panic!("{f}: {e:#}"));
         }

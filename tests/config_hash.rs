@@ -33,8 +33,9 @@ algorithms:
   bon: {}
   privbon: {sigma: [0.5]}
   privbon_gauss: {sigma: [0.5]}
-  itp: {beta: [0.1], batches: shared}
-  privitp: {sigma: [0.5], beta: [0.1], split: half, L: 3, clamp: [0, 1], batches: shared}
+  itp: {beta: [0.1], batches: shared, envelope: batch_max, fallback: dataset_base}
+  privitp: {sigma: [0.5], beta: [0.1], split: half, L: 3, clamp: [0, 1], batches: shared, envelope: batch_max, fallback: dataset_base, acceptance: noise_averaged, noise_draws: 10}
+convention: paper
 fsrc: {eps_total: 50, n: 4, sigma: [1.0], split: half, beta: 0.1, L: 3, clamp: [0, 1], seeds: 2, sampling: with_replacement, reward_models: [a]}
 reports:
   tables: [{kind: lift, n: 4, sigma: 0.5, beta: 0.1}]
@@ -76,6 +77,13 @@ fn table() -> Vec<(&'static str, Value, bool)> {
         ("algorithms.privitp.L", json!(4.0), true),
         ("algorithms.privitp.clamp", json!([0.0, 0.5]), true),
         ("algorithms.privitp.batches", json!("fresh"), true),
+        ("algorithms.itp.envelope", json!("paper"), true),
+        ("algorithms.itp.fallback", json!("pool"), true),
+        ("algorithms.privitp.envelope", json!("paper"), true),
+        ("algorithms.privitp.fallback", json!("pool"), true),
+        ("algorithms.privitp.acceptance", json!("exact"), true),
+        ("algorithms.privitp.noise_draws", json!(20), true),
+        ("convention", json!("reference-scripts"), true),
         ("fsrc.eps_total", json!(40.0), false),
         ("fsrc.n", json!(8), false),
         ("fsrc.sigma", json!([2.0]), false),

@@ -346,7 +346,12 @@ fn missing_or_truncated_scores_say_rerun_ingest() {
 fn copy_results(dst: &Path) -> PathBuf {
     let out = dst.join("res");
     std::fs::create_dir_all(&out).unwrap();
-    for f in ["summary.parquet", "fsrc.parquet", "manifest.yaml"] {
+    for f in [
+        "cells.parquet",
+        "summary.parquet",
+        "fsrc.parquet",
+        "manifest.yaml",
+    ] {
         std::fs::copy(fixed_results().join(f), out.join(f)).unwrap();
     }
     out

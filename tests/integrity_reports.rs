@@ -29,7 +29,12 @@ fn bad(o: &std::process::Output, fragments: &[&str]) {
 fn copy_results(dst: &Path, name: &str, experiment: Option<&str>) -> PathBuf {
     let out = dst.join(name);
     std::fs::create_dir_all(&out).unwrap();
-    for f in ["summary.parquet", "fsrc.parquet", "manifest.yaml"] {
+    for f in [
+        "cells.parquet",
+        "summary.parquet",
+        "fsrc.parquet",
+        "manifest.yaml",
+    ] {
         std::fs::copy(fixed_results().join(f), out.join(f)).unwrap();
     }
     if let Some(e) = experiment {

@@ -9,6 +9,7 @@
 //!    manifests, that every dataset and reward model exists and that the n
 //!    grid fits the pools ([`resolve`]).
 
+pub mod convention;
 pub mod grid;
 pub mod hash;
 pub mod limits;
@@ -48,7 +49,7 @@ pub fn parse(text: &str, sets: &[String]) -> Result<ExperimentConfig> {
     for s in sets {
         overrides::apply_set(&mut value, s)?;
     }
-    let config: ExperimentConfig = serde_path_to_error::deserialize(value).map_err(|e| {
+    let mut config: ExperimentConfig = serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let msg = e.inner().to_string();
         let hint = if msg.starts_with("unknown field") {
@@ -64,6 +65,7 @@ pub fn parse(text: &str, sets: &[String]) -> Result<ExperimentConfig> {
             input_error(format!("{path}: {msg}{hint}"))
         }
     })?;
+    convention::apply(&mut config);
     validate::validate(&config)?;
     Ok(config)
 }

@@ -11,6 +11,10 @@ use super::types::*;
 use crate::data::prepared::{DatasetManifest, load_manifest};
 use crate::error::input_error;
 use crate::privacy::accountant::PrivacyParams;
+use crate::select::pool::Pool;
+use crate::select::reference_scripts::{
+    Acceptance, Conventions, Envelope, Fallback, ItpConventions, PrivItpConventions, dataset_base,
+};
 use crate::sweep::engine::{
     Algorithm, Batches, EngineConfig, Estimator, LambdaNoise, PrivItpParams, Sampling,
 };
@@ -95,6 +99,37 @@ pub fn expand_algorithms(a: &AlgorithmsSpec) -> Vec<Algorithm> {
         }
     }
     out
+}
+
+/// The engine's form of the config's convention keys.
+pub fn conventions(a: &AlgorithmsSpec) -> Conventions {
+    let env = |e: EnvelopeSpec| match e {
+        EnvelopeSpec::Paper => Envelope::Paper,
+        EnvelopeSpec::BatchMax => Envelope::BatchMax,
+    };
+    let fb = |f: FallbackSpec| match f {
+        FallbackSpec::Pool => Fallback::Pool,
+        FallbackSpec::DatasetBase => Fallback::DatasetBase,
+    };
+    let mut c = Conventions::default();
+    if let Some(i) = &a.itp {
+        c.itp = ItpConventions {
+            envelope: env(i.envelope),
+            fallback: fb(i.fallback),
+        };
+    }
+    if let Some(p) = &a.privitp {
+        c.privitp = PrivItpConventions {
+            envelope: env(p.envelope),
+            fallback: fb(p.fallback),
+            acceptance: match p.acceptance {
+                AcceptanceSpec::Exact => Acceptance::Exact,
+                AcceptanceSpec::NoiseAveraged => Acceptance::NoiseAveraged,
+            },
+            draws: p.noise_draws,
+        };
+    }
+    c
 }
 
 impl Experiment {
@@ -206,7 +241,9 @@ impl Experiment {
     }
 
     /// The engine settings for one reward model.
-    pub fn engine_config(&self, rm: &RewardModel) -> EngineConfig {
+    /// `pools` are the reward model's pools over the whole dataset (the
+    /// dataset-wide base of the `dataset_base` fallback is computed from them).
+    pub fn engine_config(&self, rm: &RewardModel, pools: &[Pool]) -> EngineConfig {
         let c = &self.config;
         EngineConfig {
             algorithms: self.algorithms.clone(),
@@ -224,6 +261,8 @@ impl Experiment {
                 k => LambdaNoise::Quadrature(k),
             },
             privacy: rm.privacy,
+            conventions: conventions(&c.algorithms),
+            dataset_base: dataset_base(pools),
         }
     }
 }

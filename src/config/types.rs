@@ -53,6 +53,70 @@ pub struct ExperimentConfig {
     pub fsrc: Option<FsrcSpec>,
     #[serde(default)]
     pub reports: ReportsSpec,
+    /// `reference-scripts` sets every convention of the paper's reference
+    /// Python scripts at once (see [`ConventionSpec`]); absent = the paper's
+    /// algorithm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub convention: Option<ConventionSpec>,
+}
+
+/// A named set of conventions (`select::reference_scripts`).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConventionSpec {
+    /// The paper's Algorithm 2 (the default; sets nothing).
+    Paper,
+    /// The reference scripts': `sampling: without_replacement`; ITP and PrivITP
+    /// `batches: shared`, `envelope: batch_max`, `fallback: dataset_base`;
+    /// PrivITP `acceptance: noise_averaged` (150 draws); every reward model's
+    /// transform `standardize`. Applied before validation, overriding those keys.
+    ReferenceScripts,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+/// ITP/PrivITP's rejection envelope M.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum EnvelopeSpec {
+    /// The paper's M, fixed from R_max (and σ_Z·L) before Phase 2.
+    #[default]
+    Paper,
+    /// The realised maximum over the walked batch (the reference scripts').
+    BatchMax,
+}
+
+/// What a fully rejected Phase 2 is credited with.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum FallbackSpec {
+    /// A fresh draw from the prompt's pool (the paper's).
+    #[default]
+    Pool,
+    /// The base policy over the whole dataset (the reference scripts').
+    DatasetBase,
+}
+
+/// How PrivITP's Phase-2 noise enters the selection law.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum AcceptanceSpec {
+    /// The algorithm's law.
+    #[default]
+    Exact,
+    /// Acceptance averaged over noise draws before the sequential product
+    /// (the reference scripts'; biased).
+    NoiseAveraged,
+}
+
+fn default_noise_draws() -> usize {
+    crate::select::reference_scripts::DEFAULT_NOISE_DRAWS
+}
+
+fn is_default_noise_draws(v: &usize) -> bool {
+    *v == default_noise_draws()
 }
 
 fn default_replicates() -> usize {
@@ -128,6 +192,10 @@ pub enum TransformKind {
     /// Standardise by the dataset's mean and sd, clip to [lo, hi] (default
     /// [−3, 3]) in sd units, map to [0, r_max] (data-dependent).
     Zscore,
+    /// (raw − mean)/sd with the dataset's mean and population sd, unclipped
+    /// and unmapped (the reference scripts'; data-dependent, r̂ unbounded, so
+    /// the paper's envelope and every ε lose their meaning).
+    Standardize,
     /// Raw scores used as they are; they must already lie in [0, r_max].
     None,
 }
@@ -136,7 +204,10 @@ impl TransformKind {
     /// Whether the transform is computed from the data, which makes any
     /// privacy claim conditional on it (design §5).
     pub fn data_dependent(self) -> bool {
-        matches!(self, TransformKind::Minmax | TransformKind::Zscore)
+        matches!(
+            self,
+            TransformKind::Minmax | TransformKind::Zscore | TransformKind::Standardize
+        )
     }
 }
 
@@ -221,6 +292,10 @@ pub struct ItpSpec {
     pub beta: Vec<f64>,
     #[serde(default)]
     pub batches: BatchesSpec,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub envelope: EnvelopeSpec,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub fallback: FallbackSpec,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -241,6 +316,19 @@ pub struct PrivItpSpec {
     pub clamp: Option<[f64; 2]>,
     #[serde(default)]
     pub batches: BatchesSpec,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub envelope: EnvelopeSpec,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub fallback: FallbackSpec,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub acceptance: AcceptanceSpec,
+    /// Noise draws S of the Monte Carlo laws (batch envelope or
+    /// `noise_averaged`).
+    #[serde(
+        default = "default_noise_draws",
+        skip_serializing_if = "is_default_noise_draws"
+    )]
+    pub noise_draws: usize,
 }
 
 fn default_l() -> f64 {

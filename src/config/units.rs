@@ -48,6 +48,11 @@ pub fn scale(t: &TransformSpec, s: &RewardStats) -> Scale {
             let (lo, hi) = (t.lo.unwrap_or(-3.0), t.hi.unwrap_or(3.0));
             linear(s.mean + lo * s.sd, s.mean + hi * s.sd)
         }
+        TransformKind::Standardize => Scale {
+            raw_per_unit: s.sd,
+            transformed_sd: 1.0,
+            raw_interval: None,
+        },
         TransformKind::None => Scale {
             raw_per_unit: 1.0,
             transformed_sd: s.sd,
@@ -167,6 +172,12 @@ pub fn units_plan(exp: &Experiment) -> UnitsPlan {
                     "r_max·logistic(raw) → [0, {}]; near the raw mean {} one unit ≈ {} raw",
                     num(t.r_max),
                     num(stats.mean),
+                    num(k)
+                ),
+                (TransformKind::Standardize, _) => format!(
+                    "(raw − {})/{} unclipped (data-dependent); one unit = {} raw",
+                    num(stats.mean),
+                    num(stats.sd),
                     num(k)
                 ),
                 (TransformKind::None, _) => format!(

@@ -160,7 +160,10 @@ fn validate_reward_model(path: &str, rm: &RewardModelSpec) -> Result<()> {
         TransformKind::Zscore => {
             interval(&tp, t.lo.unwrap_or(-3.0), t.hi.unwrap_or(3.0))?;
         }
-        TransformKind::Minmax | TransformKind::Sigmoid | TransformKind::None => {
+        TransformKind::Minmax
+        | TransformKind::Sigmoid
+        | TransformKind::None
+        | TransformKind::Standardize => {
             if t.lo.is_some() || t.hi.is_some() {
                 return Err(bad(
                     &tp,
@@ -224,6 +227,15 @@ fn validate_algorithms(a: &AlgorithmsSpec) -> Result<()> {
         }
         if let Some([lo, hi]) = p.clamp {
             interval("algorithms.privitp.clamp", lo, hi)?;
+        }
+        if !(1..=100_000).contains(&p.noise_draws) {
+            return Err(bad(
+                "algorithms.privitp.noise_draws",
+                format!(
+                    "{} noise draws; use 1–100000 (the reference scripts use 150)",
+                    p.noise_draws
+                ),
+            ));
         }
     }
     Ok(())

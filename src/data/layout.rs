@@ -98,7 +98,7 @@ pub fn write_layout(paths: [&Path; 3], df: &mut DataFrame, offsets: &[usize]) ->
         .map(|b| (b * BLOCK_PROMPTS, ((b + 1) * BLOCK_PROMPTS).min(prompts)))
         .collect();
     let scores = paths[0];
-    let f = File::create(&scores).with_context(|| format!("creating {}", scores.display()))?;
+    let f = File::create(scores).with_context(|| format!("creating {}", scores.display()))?;
     let mut w = ParquetWriter::new(f)
         .with_compression(ParquetCompression::Zstd(None))
         .batched(df.schema())
@@ -169,7 +169,7 @@ pub fn write_layout(paths: [&Path; 3], df: &mut DataFrame, offsets: &[usize]) ->
         .into_iter()
         .zip([paths[1], paths[2]])
     {
-        let f = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        let f = File::create(path).with_context(|| format!("creating {}", path.display()))?;
         ParquetWriter::new(f)
             .finish(frame)
             .map_err(anyhow::Error::from)

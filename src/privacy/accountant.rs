@@ -3,7 +3,7 @@
 //! Every function cites the result it implements. Rewards are assumed to lie in
 //! [0, R_max] with sensitivity Δ_r (design §5).
 
-use super::normal::{log_cdf, log_mean_cdf_uniform};
+use super::normal::{log_cdf, log_mean_cdf_between};
 
 /// Privacy parameters of a reward model (design §5, §8) and the Phase-1
 /// convention: the exact analytic-Gaussian ε_1 (sound for every ε) unless
@@ -60,12 +60,15 @@ pub fn phase1_eps_classical(delta_r: f64, sigma_x: f64, delta: f64) -> f64 {
 pub fn analytic_gaussian_delta(eps: f64, delta_r: f64, sigma: f64) -> f64 {
     let a = delta_r / (2.0 * sigma);
     let b = sigma / delta_r;
-    let l1 = log_cdf(a - eps * b);
-    let l2 = eps + log_cdf(-a - eps * b);
-    if l2 >= l1 {
+    let (x1, x2) = (a - eps * b, -a - eps * b);
+    let l1 = log_cdf(x1);
+    // l2 − l1 = ε + log Φ(x2) − log Φ(x1) from the exact difference
+    // x2 − x1 = −2a (no cancellation of two large log Φ values).
+    let d = eps + super::rnm::lcd(x2, x1, -2.0 * a);
+    if d >= 0.0 {
         return 0.0;
     }
-    l1.exp() * (-(l2 - l1).exp_m1())
+    l1.exp() * (-d.exp_m1())
 }
 
 /// The exact (smallest) ε for which the Gaussian mechanism with noise σ and
@@ -91,6 +94,53 @@ pub fn phase1_eps_analytic(delta_r: f64, sigma_x: f64, delta: f64) -> f64 {
     hi
 }
 
+/// log M(lo + d, hi + d) − log M(lo, hi), M the mean of Φ over an interval
+/// (κ and ρ both have this form: the numerator's interval is the
+/// denominator's shifted by d = Δ_r/σ_Z), with its condition number
+/// (relative error ≈ 1e-16 × condition).
+///
+/// Directly, as a difference of two logarithms, when that is well
+/// conditioned; otherwise from the exact identity
+/// M(lo+d, hi+d)/M(lo, hi) − 1 = (d/w)·[m(hi, d) − m(lo, d)]/M(lo, hi),
+/// m(x, d) the mean of Φ over [x, x + d], through `ln_1p` — accurate for
+/// small d, where the direct difference loses every digit. A degenerate
+/// interval (w = 0) uses Φ(x+d)/Φ(x) − 1 = d·φ̄/Φ(x), φ̄ ≈ φ(x + d/2)·(1 +
+/// d²((x+d/2)² − 1)/24) written through the inverse Mills ratio.
+/// `num` is `den` shifted by `d`, each end computed from the inputs.
+fn shifted_log_ratio(num: (f64, f64), (lo, hi): (f64, f64), d: f64) -> (f64, f64) {
+    let t_num = log_mean_cdf_between(num.0, num.1);
+    let t_den = log_mean_cdf_between(lo, hi);
+    let direct = t_num - t_den;
+    let big = t_num.abs().max(t_den.abs());
+    let c_direct = if big == 0.0 { 0.0 } else { big / direct.abs() };
+    if c_direct * 4e-16 <= 1e-10 {
+        return (direct, c_direct);
+    }
+    let w = hi - lo;
+    let (alt, c_alt) = if w <= 0.0 {
+        if d * (1.0 + lo.abs()) > 1e-3 {
+            return (direct, c_direct);
+        }
+        let mid = lo + 0.5 * d;
+        let series = 1.0 + d * d * (mid * mid - 1.0) / 24.0;
+        let ratio = d * super::rnm::inv_mills(lo) * (-0.5 * d * (lo + 0.25 * d)).exp() * series;
+        (ratio.ln_1p(), 1.0 + lo.abs())
+    } else {
+        let a_hi = log_mean_cdf_between(hi, num.1) - t_den;
+        let a_lo = log_mean_cdf_between(lo, num.0) - t_den;
+        let (r_hi, r_lo) = (a_hi.exp(), a_lo.exp());
+        let diff = r_hi - r_lo;
+        let c = (r_hi * (1.0 + t_den.abs() + a_hi.abs()) + r_lo * (1.0 + t_den.abs() + a_lo.abs()))
+            / diff.abs();
+        ((d / w * diff).ln_1p(), c)
+    };
+    if c_alt < c_direct {
+        (alt, c_alt)
+    } else {
+        (direct, c_direct)
+    }
+}
+
 /// Phase-2 ex-post terms of PrivITP for a released λ̃ (`thm:privitp_priv`,
 /// eq. `eq:privitp_expost`): ε_2^post(t) = (t − 1)·κ + ρ for an acceptance at
 /// t ≤ n, and n·κ when all n candidates are rejected (every round a rejection).
@@ -102,6 +152,12 @@ pub struct Phase2Terms {
     /// ρ = log E_u[Φ((Δ_r − λ̃ − βMu)/σ_Z)] − log E_u[Φ((−λ̃ − βMu)/σ_Z)]:
     /// the cost of the accepting round.
     pub accept: f64,
+    /// Condition number of the two differences (the larger of |terms|/|κ|
+    /// and |terms|/|ρ|). Each log E_u[Φ] term is accurate to ~1e-16 of its
+    /// size, so κ and ρ are accurate to ~1e-16·`condition` relative
+    /// (`budget` refuses points where 4e-16·`condition`, two rounding errors per
+    /// term, exceeds 1e-10).
+    pub condition: f64,
 }
 
 impl Phase2Terms {
@@ -109,12 +165,34 @@ impl Phase2Terms {
     /// threshold r̃ ≥ λ̃, i.e. the same formula with βM = 0.
     pub fn new(lambda_tilde: f64, sigma_z: f64, r_max: f64, delta_r: f64, l: f64) -> Self {
         let beta_m = (r_max + sigma_z * l - lambda_tilde).max(0.0);
-        let b = beta_m / sigma_z;
-        let kappa = log_mean_cdf_uniform((lambda_tilde - r_max + delta_r) / sigma_z, b)
-            - log_mean_cdf_uniform((lambda_tilde - r_max) / sigma_z, b);
-        let accept = log_mean_cdf_uniform((delta_r - lambda_tilde) / sigma_z, -b)
-            - log_mean_cdf_uniform(-lambda_tilde / sigma_z, -b);
-        Self { kappa, accept }
+        // The four intervals of Φ's argument, each end computed from the
+        // inputs directly (λ̃ − R_max + βM = σ_Z·L when βM > 0), never as
+        // start + width, which cancels when the width is large.
+        let s = sigma_z;
+        let (k_num, k_den, r_num, r_den) = if beta_m > 0.0 {
+            (
+                ((lambda_tilde - r_max + delta_r) / s, delta_r / s + l),
+                ((lambda_tilde - r_max) / s, l),
+                ((delta_r - r_max) / s - l, (delta_r - lambda_tilde) / s),
+                (-r_max / s - l, -lambda_tilde / s),
+            )
+        } else {
+            let p = |x: f64| (x, x);
+            (
+                p((lambda_tilde - r_max + delta_r) / s),
+                p((lambda_tilde - r_max) / s),
+                p((delta_r - lambda_tilde) / s),
+                p(-lambda_tilde / s),
+            )
+        };
+        let (kappa, ck) = shifted_log_ratio(k_num, k_den, delta_r / s);
+        let (accept, ca) = shifted_log_ratio(r_num, r_den, delta_r / s);
+        let condition = ck.max(ca);
+        Self {
+            kappa,
+            accept,
+            condition,
+        }
     }
 
     /// ε_2^post(t) for t ∈ [1, n+1] (t = n+1: all rejected).
@@ -147,57 +225,14 @@ impl Phase2Terms {
     }
 }
 
-/// log E_{z~N(0,1)}[Φ(z − c)^m], by locating the mode of the log-concave
-/// integrand log φ(z) + m·log Φ(z − c), walking out until it has fallen by 80
-/// nats (e^{−80} ≈ 1e-35 of the peak) and integrating with Gauss–Legendre.
-fn log_mean_cdf_power(c: f64, m: f64) -> f64 {
-    use super::normal::{log_cdf, log_pdf};
-    if m == 0.0 {
-        return 0.0;
-    }
-    let f = |z: f64| log_pdf(z) + m * log_cdf(z - c);
-    // f'(z) = −z + m·φ(z − c)/Φ(z − c), strictly decreasing: bisect for its root.
-    let deriv = |z: f64| -z + m * (log_pdf(z - c) - log_cdf(z - c)).exp();
-    let (mut lo, mut hi) = (-1.0, 1.0);
-    while deriv(lo) < 0.0 {
-        lo *= 2.0;
-    }
-    while deriv(hi) > 0.0 {
-        hi *= 2.0;
-    }
-    for _ in 0..200 {
-        let mid = 0.5 * (lo + hi);
-        if deriv(mid) > 0.0 {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    let mode = 0.5 * (lo + hi);
-    let peak = f(mode);
-    // Curvature scale from a finite difference, floored so walking terminates.
-    let h = 1e-4;
-    let curv = -(f(mode + h) - 2.0 * peak + f(mode - h)) / (h * h);
-    let step = (1.0 / curv.max(1e-12).sqrt()).clamp(1e-6, 10.0);
-    let (mut left, mut right) = (mode - step, mode + step);
-    while f(left) > peak - 80.0 {
-        left -= step;
-    }
-    while f(right) > peak - 80.0 {
-        right += step;
-    }
-    crate::select::quadrature::log_integrate_exp(f, left, right, peak, 64)
-}
-
 /// Pure ε of PrivBoN with Gaussian noise N(0, σ²) over n candidates with
 /// rewards in [0, R_max] and sensitivity Δ_r — Gaussian Report Noisy Max
-/// (paper `thm:gaussian_priv`, eq. `eq:gaussian_mbon_eps`; Lebensold, Precup &
-/// Balle 2024, Thm 8):
-/// ε = log E_z[Φ(z − (R_max − 2Δ_r)/σ)^{n−1}] − log E_z[Φ(z − R_max/σ)^{n−1}].
-/// Evaluated in log space: finite and accurate for σ down to 1e-3 and n up to 4096.
+/// (paper `thm:gaussian_priv`, eq. `eq:gaussian_mbon_eps`):
+/// ε = log E_z[Φ(z − (R_max − 2Δ_r)/σ)^{n−1}] − log E_z[Φ(z − R_max/σ)^{n−1}],
+/// evaluated by [`super::rnm`] (accurate to 1e-10 over its accepted range,
+/// [`super::rnm::check_range`]).
 pub fn privbon_gauss_eps(r_max: f64, delta_r: f64, sigma: f64, n: usize) -> f64 {
-    let m = n.saturating_sub(1) as f64;
-    log_mean_cdf_power((r_max - 2.0 * delta_r) / sigma, m) - log_mean_cdf_power(r_max / sigma, m)
+    super::rnm::privbon_gauss_eps(r_max, delta_r, sigma, n)
 }
 
 /// Worst-case per-query ε of PrivITP over outcomes t ∈ [1, n+1] and over λ̃

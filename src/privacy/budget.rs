@@ -48,8 +48,27 @@ impl BudgetParams {
                 self.privacy.delta
             );
         }
-        if self.n < 1 {
-            bail_input!("--n must be at least 1");
+        if self.n < 1 || self.n > MAX_N {
+            bail_input!(
+                "--n {}: give 1 ≤ n ≤ {MAX_N} (the accountant is verified up to {MAX_N} candidates)",
+                self.n
+            );
+        }
+        if self.privacy.delta_r > self.privacy.r_max {
+            bail_input!(
+                "--delta-r {} exceeds --r-max {}: rewards in [0, R_max] cannot move by more than R_max; give Δ_r ≤ R_max",
+                self.privacy.delta_r,
+                self.privacy.r_max
+            );
+        }
+        if self.privacy.delta < 1e-300 {
+            bail_input!(
+                "--delta must lie in [1e-300, 1) (got {})",
+                self.privacy.delta
+            );
+        }
+        if self.l.is_nan() || self.l > MAX_RATIO {
+            bail_input!("--L must lie in [0, {MAX_RATIO:e}] (got {})", self.l);
         }
         if !(self.l >= 0.0 && self.l.is_finite()) {
             bail_input!("--L must be a non-negative number (got {})", self.l);
@@ -62,6 +81,76 @@ impl BudgetParams {
             );
         }
         Ok(())
+    }
+}
+
+/// Largest accepted ratio of any reward-scale quantity (R_max, Δ_r, |λ̃|,
+/// the clamp ends) to a noise scale: beyond it ε exceeds ~1e11 and f64 can
+/// no longer evaluate the formulas to 1e-10 (README "Reliability", rule 4).
+pub const MAX_RATIO: f64 = super::rnm::MAX_RATIO;
+/// Largest accepted n.
+pub const MAX_N: usize = super::rnm::MAX_N;
+
+/// Check that every reward-scale quantity over the noise scale `sigma`
+/// (named `flag`) is within the accountant's verified range, and that
+/// Δ_r/σ is not so small that ε underflows.
+pub fn check_scale(p: &BudgetParams, flag: &str, sigma: f64, lambda: Option<f64>) -> Result<()> {
+    check_sigma(flag, sigma)?;
+    let pr = &p.privacy;
+    let mut worst = ("--r-max", pr.r_max);
+    for (f, v) in [
+        ("--clamp", p.clamp.0.abs()),
+        ("--clamp", p.clamp.1.abs()),
+        ("--lambda", lambda.map_or(0.0, f64::abs)),
+    ] {
+        if v > worst.1 {
+            worst = (f, v);
+        }
+    }
+    if (worst.1 / sigma).is_nan() || worst.1 / sigma > MAX_RATIO {
+        bail_input!(
+            "{} {} over {flag} {} is {}, above the accountant's range {MAX_RATIO:e} (ε would be about its square over 2, ≈ {:.1e}); give {flag} ≥ {}",
+            worst.0,
+            num(worst.1),
+            num(sigma),
+            num(worst.1 / sigma),
+            (worst.1 / sigma).powi(2) / 2.0,
+            num(worst.1 / MAX_RATIO)
+        );
+    }
+    if (pr.delta_r / sigma).is_nan() || pr.delta_r / sigma < super::rnm::MIN_RATIO {
+        bail_input!(
+            "--delta-r {} over {flag} {} is below {:e} (ε would underflow to 0); give {flag} ≤ {}",
+            num(pr.delta_r),
+            num(sigma),
+            super::rnm::MIN_RATIO,
+            num(pr.delta_r / super::rnm::MIN_RATIO)
+        );
+    }
+    Ok(())
+}
+
+/// Refuse a Phase-2 point whose κ or ρ is a difference of logarithms too
+/// large for 1e-10 relative accuracy (Δ_r tiny next to R_max, |λ̃| or σ_Z·L).
+pub fn check_condition(t: &Phase2Terms, flag: &str, delta_r: f64, sigma_z: f64) -> Result<()> {
+    if t.condition * 4e-16 > 1e-10 || !t.kappa.is_finite() || !t.accept.is_finite() {
+        bail_input!(
+            "{flag} {delta_r}: Δ_r/σ_Z = {:e} is too small next to R_max, |λ̃| and σ_Z·L (κ = {:e} and ρ = {:e} would be differences of numbers {:.0e}× larger, beyond f64's 1e-10 accuracy); give Δ_r/σ_Z within about 1e-5 of the largest of (R_max + |λ̃|)/σ_Z and L, or larger",
+            delta_r / sigma_z,
+            t.kappa,
+            t.accept,
+            t.condition
+        );
+    }
+    Ok(())
+}
+
+/// A number for a message: plain when moderate, scientific otherwise.
+fn num(x: f64) -> String {
+    if x != 0.0 && !(1e-4..1e6).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
     }
 }
 
@@ -106,6 +195,16 @@ pub fn budget_table_per_sigma(
     }
     for &(s, t_mean) in rows {
         check_sigma("--sigma", s)?;
+        check_scale(
+            p,
+            "σ/2 (--sigma; the table splits σ_X = σ_Z = σ/2)",
+            s / 2.0,
+            None,
+        )?;
+        for lt in [p.clamp.0, 0.5 * (p.clamp.0 + p.clamp.1), p.clamp.1] {
+            let t = Phase2Terms::new(lt, s / 2.0, p.privacy.r_max, p.privacy.delta_r, p.l);
+            check_condition(&t, "--delta-r", p.privacy.delta_r, s / 2.0)?;
+        }
         if !(1.0..=(p.n + 1) as f64).contains(&t_mean) {
             bail_input!(
                 "--halting-time must lie in [1, n+1] = [1, {}] (got {t_mean})",

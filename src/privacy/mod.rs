@@ -4,3 +4,4 @@
 pub mod accountant;
 pub mod budget;
 pub mod normal;
+pub mod rnm;

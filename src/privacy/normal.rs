@@ -114,6 +114,28 @@ pub fn log_mean_cdf_uniform(a: f64, b: f64) -> f64 {
     hi + (-(low - hi).exp_m1()).ln() - w.ln()
 }
 
+/// log of the mean of Φ over [lo, hi] (lo ≤ hi; lo = hi gives log Φ(lo)),
+/// with both ends given: forming hi as lo + width loses the digits of a
+/// small hi next to a large width (PrivITP's Phase-2 intervals reach
+/// [−R_max/σ_Z, Δ_r/σ_Z + L]). The width is hi − lo, exact for floats
+/// within 2× of each other and accurate to 1 ulp of the width otherwise.
+pub fn log_mean_cdf_between(lo: f64, hi: f64) -> f64 {
+    let w = hi - lo;
+    if w <= 0.0 {
+        return log_cdf(lo);
+    }
+    let m = 0.5 * lo + 0.5 * hi;
+    if m > 0.0 {
+        return (-log_mean_cdf_between(-hi, -lo).exp()).ln_1p();
+    }
+    if w * (1.0 + m.abs()) < 0.1 {
+        return log_mean_cdf_uniform(lo, w);
+    }
+    let top = log_g(hi);
+    let low = log_g(lo);
+    top + (-(low - top).exp_m1()).ln() - w.ln()
+}
+
 /// E_u[Φ(a + b·u)] for u ~ Unif[0, 1].
 pub fn mean_cdf_uniform(a: f64, b: f64) -> f64 {
     log_mean_cdf_uniform(a, b).exp()

@@ -7,4 +7,5 @@ pub mod lambda;
 pub mod pool;
 pub mod privbon;
 pub mod quadrature;
+pub mod reference_scripts;
 pub mod rejection;

@@ -34,6 +34,7 @@ use crate::results::fsrc::fsrc_frame;
 use crate::results::manifest::TransformRecord;
 use crate::results::parquet_io::{read_frame, write_frame};
 use crate::sweep::engine::{Plan, run_item_with};
+use crate::sweep::lock::ResultsLock;
 use crate::sweep::run::{build_pools, config_hash, fsrc_rows, host};
 use crate::sweep::seed::StreamKey;
 
@@ -72,15 +73,6 @@ pub fn sweep_shard(exp: &Experiment, o: &ShardOptions) -> Result<ShardOutcome> {
 /// manifest of this very shard (nothing to do under `--resume`).
 fn prepare_dir(o: &ShardOptions, hash: &str) -> Result<Option<ShardManifest>> {
     let out = &o.out;
-    if !out.exists() {
-        return Ok(None);
-    }
-    if !out.is_dir() {
-        bail_input!(
-            "{}: exists and is not a directory; choose another --out for the shard",
-            out.display()
-        );
-    }
     match read_shard_manifest(out) {
         Ok(Some(m)) => {
             if m.shard != o.spec.index || m.shards != o.spec.count {
@@ -128,6 +120,16 @@ fn run_in_pool(exp: &Experiment, o: &ShardOptions, threads: usize) -> Result<Sha
     let hash = config_hash(&exp.config, &ds_hashes)?;
     let all = units(exp);
     let mine: Vec<Unit> = all[shard_range(all.len(), o.spec.index, o.spec.count)].to_vec();
+    if o.out.exists() && !o.out.is_dir() {
+        bail_input!(
+            "{}: exists and is not a directory; choose another --out for the shard",
+            o.out.display()
+        );
+    }
+    fs::create_dir_all(&o.out).with_context(|| format!("creating {}", o.out.display()))?;
+    // One writer per shard directory; a requeued Slurm task takes over the
+    // lock its earlier incarnation left (crate::sweep::lock).
+    let _lock = ResultsLock::acquire(&o.out, "sweep --shard")?;
     if let Some(m) = prepare_dir(o, &hash)? {
         return Ok(ShardOutcome {
             out: o.out.clone(),
@@ -146,7 +148,6 @@ fn run_in_pool(exp: &Experiment, o: &ShardOptions, threads: usize) -> Result<Sha
             all.len()
         );
     }
-    fs::create_dir_all(&o.out).with_context(|| format!("creating {}", o.out.display()))?;
     let mut manifest = ShardManifest {
         format: SHARD_FORMAT.into(),
         experiment: exp.name.clone(),
@@ -215,7 +216,7 @@ fn run_in_pool(exp: &Experiment, o: &ShardOptions, threads: usize) -> Result<Sha
                         data_dependent: applied.data_dependent,
                     },
                 );
-            let ecfg = exp.engine_config(rm);
+            let ecfg = exp.engine_config(rm, &pools);
             // Built once per reward model: G tables, nodes, stream ids.
             let plan = Plan::new(&ecfg);
             while i < mine.len() && mine[i].dataset == di && mine[i].reward_model == ri {

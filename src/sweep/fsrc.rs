@@ -79,6 +79,8 @@ pub fn run_fsrc(pools: &[Pool], p: &FsrcParams, seed: u64) -> FsrcRun {
         estimator: Estimator::Sampled,
         lambda_noise: LambdaNoise::Sampled,
         privacy: pr,
+        conventions: Default::default(),
+        dataset_base: Default::default(),
     };
     let mut rng = Pcg64::new(
         u128::from(seed) ^ 0x6673_7263_0000_0000_0000_0000_0000_0000,

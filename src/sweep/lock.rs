@@ -32,16 +32,26 @@ pub struct Holder {
     pub pid: u32,
     pub host: String,
     pub slurm_job_id: Option<String>,
+    /// `SLURM_RESTART_COUNT` (0 when unset) under Slurm: how often Slurm
+    /// requeued the job before this incarnation.
+    pub slurm_restart_count: Option<u32>,
     pub command: String,
     pub started_unix: u64,
 }
 
 impl Holder {
     fn me(command: &str) -> Self {
+        let slurm_job_id = std::env::var("SLURM_JOB_ID").ok().filter(|s| !s.is_empty());
         Self {
             pid: std::process::id(),
             host: this_host(),
-            slurm_job_id: std::env::var("SLURM_JOB_ID").ok().filter(|s| !s.is_empty()),
+            slurm_restart_count: slurm_job_id.as_ref().map(|_| {
+                std::env::var("SLURM_RESTART_COUNT")
+                    .ok()
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0)
+            }),
+            slurm_job_id,
             command: command.to_string(),
             started_unix: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -57,6 +67,9 @@ impl Holder {
         );
         if let Some(j) = &self.slurm_job_id {
             s += &format!("slurm_job_id: {j}\n");
+        }
+        if let Some(r) = self.slurm_restart_count {
+            s += &format!("slurm_restart_count: {r}\n");
         }
         s
     }
@@ -76,6 +89,7 @@ impl Holder {
                 "command" => h.command = v.to_string(),
                 "started_unix" => h.started_unix = v.parse().unwrap_or(0),
                 "slurm_job_id" => h.slurm_job_id = Some(v.to_string()),
+                "slurm_restart_count" => h.slurm_restart_count = v.parse().ok(),
                 _ => {}
             }
         }
@@ -93,9 +107,21 @@ impl Holder {
         s
     }
 
-    /// Whether this holder is certainly gone: same host, pid not running.
-    fn is_dead(&self) -> bool {
-        self.host == this_host() && !pid_running(self.pid)
+    /// Whether this holder is certainly gone, seen from `me`: same host
+    /// and its pid not running — or an earlier incarnation of `me`'s own
+    /// Slurm job. Slurm runs one incarnation of a job at a time and bumps
+    /// `SLURM_RESTART_COUNT` on every requeue (node failure, preemption,
+    /// `scontrol requeue`), so a lock of the same job id with a lower restart
+    /// count was left by an incarnation that is over, on whatever node it
+    /// ran: a requeued array task takes over its own shard's lock and keeps
+    /// its finished units. The same job id with the same count on another
+    /// host (two steps of one allocation) is never taken.
+    fn is_dead_for(&self, me: &Holder) -> bool {
+        if self.host == me.host && !pid_running(self.pid) {
+            return true;
+        }
+        matches!((&self.slurm_job_id, &me.slurm_job_id), (Some(a), Some(b)) if a == b)
+            && self.slurm_restart_count.unwrap_or(0) < me.slurm_restart_count.unwrap_or(0)
     }
 }
 
@@ -180,7 +206,7 @@ impl ResultsLock {
                 }
                 continue;
             };
-            if !other.is_dead() {
+            if !other.is_dead_for(&me) {
                 return Err(input_error(format!(
                     "{}: is being written by another privalign process — {} (lock file {}); wait for it to finish{}",
                     dir.display(),
@@ -207,7 +233,7 @@ impl ResultsLock {
                         let _ = fs::hard_link(&aside, &path);
                     } else {
                         eprintln!(
-                            "note: {}: took over the lock of {} (that process is no longer running)",
+                            "note: {}: took over the lock of {} (that process is no longer running, or Slurm requeued its job)",
                             dir.display(),
                             other.describe()
                         );
@@ -275,6 +301,7 @@ mod tests {
             pid: 4_194_304 + 17,
             host: this_host(),
             slurm_job_id: Some("42".into()),
+            slurm_restart_count: Some(0),
             command: "sweep".into(),
             started_unix: 1,
         };
@@ -292,6 +319,7 @@ mod tests {
             pid: 4_194_304 + 17,
             host: "some-other-node".into(),
             slurm_job_id: Some("1234".into()),
+            slurm_restart_count: Some(0),
             command: "sweep".into(),
             started_unix: 1,
         };
@@ -303,6 +331,49 @@ mod tests {
             "{msg}"
         );
         assert!(d.path().join(LOCK_FILE).exists());
+    }
+
+    /// A requeued Slurm job (same SLURM_JOB_ID, higher SLURM_RESTART_COUNT)
+    /// takes over the lock its earlier incarnation left on another node;
+    /// nothing else from another host is taken.
+    #[test]
+    fn requeued_slurm_job_takes_over_its_own_lock() {
+        let old = Holder {
+            pid: 1, // running (init), on another host
+            host: "node-a".into(),
+            slurm_job_id: Some("77".into()),
+            slurm_restart_count: Some(0),
+            command: "sweep".into(),
+            started_unix: 1,
+        };
+        let me = |job: &str, restarts: u32| Holder {
+            pid: std::process::id(),
+            host: "node-b".into(),
+            slurm_job_id: Some(job.into()),
+            slurm_restart_count: Some(restarts),
+            command: "sweep".into(),
+            started_unix: 2,
+        };
+        assert!(
+            old.is_dead_for(&me("77", 1)),
+            "requeued: same job, next restart"
+        );
+        assert!(
+            !old.is_dead_for(&me("77", 0)),
+            "same incarnation on another node"
+        );
+        assert!(!old.is_dead_for(&me("78", 1)), "another job");
+        let outside = Holder {
+            slurm_job_id: None,
+            slurm_restart_count: None,
+            ..me("x", 0)
+        };
+        assert!(!old.is_dead_for(&outside), "not under Slurm");
+        // The file round-trips the restart count.
+        let d = tempfile::tempdir().unwrap();
+        fs::write(d.path().join(LOCK_FILE), old.render()).unwrap();
+        let back = Holder::parse(&fs::read_to_string(d.path().join(LOCK_FILE)).unwrap());
+        assert_eq!(back, Some(old));
     }
 
     #[test]

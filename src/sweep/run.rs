@@ -354,7 +354,7 @@ fn sweep_in_pool(
                 },
             );
             let kind = format!("{:?}", applied.kind).to_lowercase();
-            let ecfg = exp.engine_config(rm);
+            let ecfg = exp.engine_config(rm, &pools);
             // Built once per reward model: G tables, nodes, stream ids.
             let plan = Plan::new(&ecfg);
             rep.stage(format!(

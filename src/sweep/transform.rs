@@ -7,6 +7,8 @@
 //! * `sigmoid`: r̂ = R_max/(1 + e^(−r)) (data-independent).
 //! * `zscore`: z = (r − mean)/sd with the dataset's mean and population sd,
 //!   then `clip` with lo, hi in sd units (default [−3, 3]) (data-dependent).
+//! * `standardize`: r̂ = (r − mean)/sd, unclipped (the reference scripts';
+//!   data-dependent; r̂ is not confined to [0, R_max]).
 //! * `none`: r̂ = r; every score must already lie in [0, R_max].
 //!
 //! Statistics are over the whole dataset, never per prompt: a per-prompt
@@ -104,6 +106,16 @@ pub fn prepare(
             applied.z_lo = Some(lo);
             applied.z_hi = Some(hi);
         }
+        TransformKind::Standardize => {
+            let (mean, sd) = (stats.mean, stats.sd);
+            if sd.is_nan() || sd <= 0.0 {
+                return Err(input_error(format!(
+                    "{what}: every score equals {mean}, so transform kind standardize has no scale; use kind clip with fixed lo/hi"
+                )));
+            }
+            applied.mean = Some(mean);
+            applied.sd = Some(sd);
+        }
         TransformKind::Sigmoid | TransformKind::None => {}
     }
     Ok(applied)
@@ -135,6 +147,10 @@ impl AppliedTransform {
                 raw.iter()
                     .map(|&r| linear((f64::from(r) - mean) / sd, lo, hi, r_max))
                     .collect()
+            }
+            TransformKind::Standardize => {
+                let (mean, sd) = (self.mean.unwrap_or(0.0), self.sd.unwrap_or(1.0));
+                raw.iter().map(|&r| (f64::from(r) - mean) / sd).collect()
             }
             TransformKind::None => {
                 if let Some(i) = raw

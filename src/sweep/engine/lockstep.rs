@@ -246,6 +246,7 @@ fn walk_steps<const AVX2: bool>(
         let tm1 = (t - 1) as f64;
         let (row, d) = w.table.row((r - w.lambda) * w.inv_sz);
         let mut q: Lane = [0.0; GROUP];
+        #[allow(clippy::needless_range_loop)] // g indexes six parallel arrays
         for g in 0..groups {
             if !ls.alive[g] {
                 continue;
@@ -314,6 +315,8 @@ fn step_group<const AVX2: bool>(
     for l in 0..GROUP {
         let gv =
             ((((c[5][l] * d + c[4][l]) * d + c[3][l]) * d + c[2][l]) * d + c[1][l]) * d + c[0][l];
+        // max then min, as the AVX2 variant's max_pd/min_pd (same for non-NaN).
+        #[allow(clippy::manual_clamp)]
         let a = (inv[l] * (gv - gb)).max(0.0).min(1.0);
         let sv = st.s[l];
         let pk = sv * a;

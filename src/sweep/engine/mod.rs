@@ -30,6 +30,7 @@ pub use crate::privacy::accountant::PrivacyParams;
 use crate::select::gtable::{GTable, ShiftedGTable};
 use crate::select::pool::{Pool, Values};
 use crate::select::quadrature::gauss_hermite_normal;
+use crate::select::reference_scripts::Conventions;
 pub use prep::PoolPrep;
 
 /// How candidates are drawn from the pool.
@@ -191,6 +192,10 @@ pub struct EngineConfig {
     pub estimator: Estimator,
     pub lambda_noise: LambdaNoise,
     pub privacy: PrivacyParams,
+    /// The reference scripts' conventions (default: none, the paper's algorithm).
+    pub conventions: Conventions,
+    /// The base policy's values over the whole dataset (fallback `dataset_base`).
+    pub dataset_base: Values,
 }
 
 impl EngineConfig {
@@ -204,6 +209,8 @@ impl EngineConfig {
             estimator,
             lambda_noise: LambdaNoise::Quadrature(16),
             privacy: PrivacyParams::default(),
+            conventions: Conventions::default(),
+            dataset_base: Values::default(),
         }
     }
 }

@@ -19,7 +19,9 @@ use crate::select::itp::{ItpAcceptance, PrivItpAcceptance};
 use crate::select::lambda::solve_lambda_newton;
 use crate::select::pool::{Pool, Values};
 use crate::select::privbon::{privbon_gauss_sampled, softmax_weights_of};
+use crate::select::reference_scripts::{Conventions, Fallback};
 use crate::select::rejection::{RejectionOutcome, rejection_conditional, rejection_sampled};
+use crate::sweep::conventions::recredit;
 use crate::sweep::seed::{StreamKey, StreamUse};
 
 /// Buffers reused across the n values and replicates of one prompt.
@@ -27,6 +29,7 @@ use crate::sweep::seed::{StreamKey, StreamUse};
 pub(crate) struct Scratch {
     batch_a: Vec<usize>,
     rewards_a: Vec<f64>,
+    sorted_a: Vec<f64>,
     weights: Vec<f64>,
     batch_b: Vec<usize>,
     lambdas: Vec<Option<f64>>,
@@ -75,7 +78,32 @@ pub(crate) fn run_n(
                 *s.lambdas[slot]
                     .get_or_insert_with(|| solve_lambda_newton(&s.rewards_a, plan.betas[slot]))
             });
+            // The reference scripts' conventions (`sweep::conventions`), when configured.
+            let conv = if cfg.conventions == Conventions::default() {
+                None
+            } else {
+                s.sorted_a.clear();
+                s.sorted_a.extend_from_slice(&s.rewards_a);
+                s.sorted_a.sort_unstable_by(|a, b| b.total_cmp(a));
+                let mut b = |t: usize| batch_b.get(t);
+                crate::sweep::conventions::run(
+                    alg,
+                    &cfg.conventions,
+                    &mut crate::sweep::conventions::Replicate {
+                        pool,
+                        n,
+                        batch_a: &s.batch_a,
+                        sorted_a: &s.sorted_a,
+                        batch_b: &mut b,
+                        estimator: cfg.estimator,
+                        r_max: cfg.privacy.r_max,
+                        dataset_base: cfg.dataset_base,
+                    },
+                    &mut coins(),
+                )
+            };
             let m = match *alg {
+                _ if conv.is_some() => conv.unwrap_or_default(),
                 Algorithm::Bon => bon(pool, &s.batch_a, &s.rewards_a, cfg.estimator, coins),
                 Algorithm::PrivBon { sigma } => Metrics {
                     values: privbon(pool, prep, k, sigma, s, cfg.estimator, coins),
@@ -94,7 +122,7 @@ pub(crate) fn run_n(
                     let acc =
                         ItpAcceptance::new(lambda.unwrap_or_default(), beta, cfg.privacy.r_max);
                     let mut cand = candidates(batches, &mut batch_b, &s.batch_a);
-                    phase2(
+                    let (mut m, o) = phase2(
                         pool,
                         prep,
                         n,
@@ -104,14 +132,18 @@ pub(crate) fn run_n(
                         &mut coins(),
                         |i| acc.prob(prep.proxy[i]),
                         |r, c| c.random::<f64>() < acc.prob(r),
-                    )
-                    .0
+                    );
+                    if cfg.conventions.itp.fallback == Fallback::DatasetBase {
+                        recredit(&mut m.values, &o, pool, &cfg.dataset_base, cfg.estimator);
+                    }
+                    m
                 }
                 Algorithm::PrivItp(p) => {
                     let lam = lambda.unwrap_or_default();
                     let pp = plan.privitp[k].as_ref().expect("PrivITP plan");
+                    let dataset_base = cfg.conventions.privitp.fallback == Fallback::DatasetBase;
                     match (&pp.table, prep.privitp_gb[k].as_ref()) {
-                        (Some(table), Some(gb)) => {
+                        (Some(table), Some(gb)) if !dataset_base => {
                             let mut cand = candidates(p.batches, &mut batch_b, &s.batch_a);
                             privitp_lockstep(
                                 plan,
@@ -339,6 +371,9 @@ fn privitp_general(
                 acc.coin(r + p.sigma_z * z, u)
             },
         );
+        if cfg.conventions.privitp.fallback == Fallback::DatasetBase {
+            recredit(&mut m.values, &o, pool, &cfg.dataset_base, cfg.estimator);
+        }
         let terms = Phase2Terms::new(lt, p.sigma_z, pr.r_max, pr.delta_r, p.l);
         m.eps = Some(
             eps1 + terms.expected_eps_post(o.rejections_before_accept, o.accepted, o.fallback, n),
