@@ -126,7 +126,8 @@ fn ingest_force_replaces_only_its_own_files_and_never_its_inputs() {
     let after = snapshot(d.path());
     assert!(foreign_changes(&before, &after, &[]).is_empty());
     assert!(after.contains_key("ds/scores.parquet") && after.contains_key("ds/dataset.yaml"));
-    assert_eq!(after.len(), before.len() + 2, "{:?}", after.keys());
+    // scores.parquet, prompts.parquet, blocks.parquet, dataset.yaml.
+    assert_eq!(after.len(), before.len() + 4, "{:?}", after.keys());
     assert_no_leftovers(d.path());
 
     // Re-ingesting the prepared scores into their own directory: refused,
