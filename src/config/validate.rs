@@ -116,6 +116,23 @@ pub fn validate(c: &ExperimentConfig) -> Result<()> {
         ));
     }
     validate_algorithms(&c.algorithms)?;
+    // Gaussian PrivBoN's ε column is computed by the accountant, which is
+    // verified only over its range (README "Reliability", rule 4).
+    if let Some(g) = &c.algorithms.privbon_gauss {
+        for (name, rm) in &c.reward_models {
+            let r_max = rm.transform.r_max;
+            let delta_r = rm.delta_r.unwrap_or(r_max);
+            for (i, &sigma) in g.sigma.iter().enumerate() {
+                let n = ns.iter().copied().max().unwrap_or(1);
+                if let Err(m) = crate::privacy::rnm::check_range(r_max, delta_r, sigma, n) {
+                    return Err(bad(
+                        format!("algorithms.privbon_gauss.sigma[{i}]"),
+                        format!("on reward model `{name}`: {m}"),
+                    ));
+                }
+            }
+        }
+    }
     if let Some(f) = &c.fsrc {
         validate_fsrc(f, c)?;
     }
