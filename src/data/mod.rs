@@ -18,6 +18,7 @@ pub mod open;
 pub mod output;
 pub mod prepared;
 pub mod read;
+pub mod read_errors;
 pub mod synth;
 
 /// Canonical column names shared by every stage.

@@ -52,6 +52,16 @@ pub fn apply(
         r_max,
         data_dependent: spec.kind.data_dependent(),
     };
+    // A non-finite score (a dataset written before ingest refused them, or
+    // edited since) would make zscore's mean and sd, minmax's range and
+    // every lift NaN: name it instead.
+    if let Some(i) = raw.iter().position(|r| !r.is_finite()) {
+        return Err(input_error(format!(
+            "{what}: response {i} (prompt {}) has score {}; scores must be finite numbers — fix the raw file and re-run `privalign ingest`",
+            prompt_of(i),
+            raw[i]
+        )));
+    }
     let out: Vec<f64> = match spec.kind {
         TransformKind::Clip => {
             let (lo, hi) = (spec.lo.unwrap_or(0.0), spec.hi.unwrap_or(1.0));
@@ -145,6 +155,20 @@ mod tests {
             hi,
             r_max: 2.0,
         }
+    }
+
+    #[test]
+    fn a_non_finite_score_is_named() {
+        let raw = [0.1f32, f32::INFINITY, 0.3];
+        let e = apply(
+            &spec(TransformKind::Zscore, None, None),
+            &raw,
+            "ds/rm",
+            |_| "p7".into(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("score inf") && e.contains("prompt p7"), "{e}");
     }
 
     #[test]
