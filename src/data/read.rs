@@ -416,7 +416,13 @@ pub fn correct_column(col: &Column, src: &SourceFile, df: &DataFrame) -> Result<
 /// "unscored" and are handled by ingest); NaN and infinities are errors.
 pub fn reward_column(col: &Column, src: &SourceFile, df: &DataFrame, name: &str) -> Result<Column> {
     let dt = col.dtype();
-    if let Some(e) = super::read_errors::non_numeric(col, src, df, &format!("reward ({name})")) {
+    if let Some(e) = super::read_errors::non_numeric(
+        col,
+        src,
+        df,
+        &format!("reward ({name})"),
+        "rewards must be numbers — fix or remove the row",
+    ) {
         return Err(e);
     }
     if !dt.is_primitive_numeric() {

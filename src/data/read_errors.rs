@@ -110,13 +110,14 @@ pub fn non_numeric(
     src: &SourceFile,
     df: &DataFrame,
     what: &str,
+    fix: &str,
 ) -> Option<anyhow::Error> {
     let ca = col.str().ok()?;
     let i = ca
         .iter()
         .position(|v| v.is_some_and(|s| s.trim().parse::<f64>().is_err()))?;
     Some(input_error(format!(
-        "{}: {what} is {:?}, not a number (column {:?}); every value of the column must be a number",
+        "{}: {what} is {:?}, not a number (column {:?}); {fix}",
         src.locate(df, i),
         ca.get(i).unwrap_or_default(),
         col.name()
