@@ -106,9 +106,20 @@ impl ItpModel {
     /// rejected).
     pub fn log_halting(&self, q: &[f64], lambda_tilde: f64, t: usize) -> f64 {
         let acc = PrivItpAcceptance::new(lambda_tilde, self.sigma_z, self.r_max, self.l);
+        // The pairs repeat a reward or two: evaluate each distinct one once.
+        let mut memo: [(f64, f64); 4] = [(f64::NAN, 0.0); 4];
+        let mut prob = |r: f64| {
+            if let Some(m) = memo.iter().find(|m| m.0 == r) {
+                return m.1;
+            }
+            let a = acc.prob(r);
+            memo.rotate_right(1);
+            memo[0] = (r, a);
+            a
+        };
         let mut s = 0.0;
         for (i, &qi) in q.iter().enumerate().take(t.min(self.n)) {
-            let a = acc.prob(qi);
+            let a = prob(qi);
             s += if i + 1 == t { a.ln() } else { (-a).ln_1p() };
         }
         s
