@@ -94,7 +94,10 @@ pub struct CheckArgs {
     pub threads: Option<usize>,
 }
 
+/// Values may be negative (`--lambda -0.2`): the parser passes them to
+/// validation, which names the flag and its valid range.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct PlotArgs {
     /// Results directories (several are combined, e.g. one per dataset).
     #[arg(required = true, value_name = "RESULTS")]
@@ -131,7 +134,10 @@ pub enum PlotKindArg {
     Audit,
 }
 
+/// Values may be negative (`--lambda -0.2`): the parser passes them to
+/// validation, which names the flag and its valid range.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct TableArgs {
     /// Results directories (several are combined, e.g. one per dataset).
     #[arg(required = true, value_name = "RESULTS")]
@@ -283,7 +289,10 @@ pub enum BudgetMechanism {
     PrivitpMax,
 }
 
+/// Values may be negative (`--lambda -0.2`): the parser passes them to
+/// validation, which names the flag and its valid range.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct BudgetArgs {
     /// What to compute.
     #[arg(long, value_enum, default_value = "table")]

@@ -102,6 +102,9 @@ pub fn output_error(path: &Path, doing: &str, e: std::io::Error) -> anyhow::Erro
             path.file_name().map_or(0, |n| n.len())
         )),
         K::AlreadyExists => Some("it already exists; move it away or choose another path".into()),
+        K::NotFound => Some(format!(
+            "the directory {dir} does not exist; create it or choose another output path"
+        )),
         K::StorageFull => None,
         _ => None,
     };

@@ -316,3 +316,32 @@ fn laplace(o: &std::process::Output, a: f64) {
     let want = 15.0 / 16.0 * a * a / 2.0;
     assert!(rel(v, want) < 1e-9, "{v:e} vs {want:e}");
 }
+
+/// The sweep's ε columns use the same accountant: a Gaussian PrivBoN σ
+/// outside its verified range is refused before the sweep, naming the key.
+#[test]
+fn sweep_refuses_a_gaussian_privbon_sigma_outside_the_range() {
+    let d = tempfile::tempdir().unwrap();
+    let m: serde_json::Value = yaml_serde::from_str(
+        &std::fs::read_to_string(fixed_results().join("manifest.yaml")).unwrap(),
+    )
+    .unwrap();
+    let cfg = m["config_path"].as_str().unwrap().to_string();
+    let out = d.path().join("r");
+    let o = run(&[
+        "sweep",
+        "--no-progress",
+        &cfg,
+        "--out",
+        out.to_str().unwrap(),
+        "--set",
+        "algorithms.privbon_gauss={sigma: [0.5, 1e-9]}",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("algorithms.privbon_gauss.sigma[1]") && e.contains("give σ ≥"),
+        "{e}"
+    );
+    assert!(!out.exists());
+}

@@ -55,10 +55,10 @@ pub struct ItpPair {
 }
 
 /// Build the pair for halting time `t`. λ̂ of the two inputs straddle
-/// `centre` (the λ̃ where ε_2^post(t) is largest, so the Phase-1 noise puts
-/// most mass where Phase 2 leaks most), moved inside the feasible range; D's
-/// λ̂ is the higher one when `d_lambda_higher`. Which direction is worse
-/// depends on t, so the audit tries both.
+/// `centre` (moved inside the feasible range), so the Phase-1 noise puts
+/// most mass where Phase 2 should leak most; D's λ̂ is the higher one when
+/// `d_lambda_higher`. The proof leaves λ̂ free, so the audit tries several
+/// centres and both directions and keeps the worst by exact ε.
 pub fn privitp_pair(
     t: usize,
     n: usize,

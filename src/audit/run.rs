@@ -180,8 +180,9 @@ pub fn model(s: &AuditSetting) -> ItpModel {
     }
 }
 
-/// The worst pair for halting time t (both λ̂ directions tried, the one
-/// with the larger exact ε kept), its claim and its exact ε.
+/// The worst pair for halting time t (λ̂ centred at the claim's worst λ̃ or
+/// at one of 9 points of the clamp, moved up or down: the one with the
+/// largest exact ε is kept), its claim and its exact ε.
 pub struct ItpCase {
     pub t: usize,
     pub claimed: f64,
@@ -194,8 +195,14 @@ pub fn itp_case(s: &AuditSetting, t: usize, fault: Fault) -> ItpCase {
     let m = model(s);
     let pr = &s.privacy;
     let (claim, centre) = claimed::privitp_t(s, t, fault);
+    // Centre the pair's λ̂ where the claim peaks, or anywhere else in the
+    // clamp: at small σ the claim's worst λ̃ can make every event of halting
+    // time t rarer than δ, while another λ̂ leaks plenty. The exact ε picks.
+    let (lo, hi) = s.clamp;
+    let mut centres = vec![centre];
+    centres.extend((0..=8).map(|i| lo + (hi - lo) * f64::from(i) / 8.0));
     let mut best: Option<ItpCase> = None;
-    for up in [true, false] {
+    for (centre, up) in centres.iter().flat_map(|&c| [(c, true), (c, false)]) {
         let pair = privitp_pair(t, s.n, (pr.r_max, pr.delta_r, s.beta), centre, up);
         let inputs = [0, 1].map(|i| ItpInput::new(&pair.batch_a[i], &pair.batch_b[i], s.beta));
         let e = exact::privitp_t(

@@ -19,7 +19,26 @@ fn positive_sweep(path: &str, what: &str, values: &[f64]) -> Result<()> {
         ));
     }
     for (i, &v) in values.iter().enumerate() {
-        positive(&format!("{path}[{i}]"), what, v)?;
+        scale(&format!("{path}[{i}]"), what, v)?;
+    }
+    Ok(())
+}
+
+/// A noise scale σ or a regularisation β: finite and at least
+/// [`super::limits::MIN_SCALE`], below which the accountant and the
+/// Phase-2 acceptance leave floating point (σ = 1e-200 gave NaN, 5e-324 a
+/// panic in the error function).
+fn scale(path: &str, what: &str, v: f64) -> Result<()> {
+    positive(path, what, v)?;
+    if v < super::limits::MIN_SCALE {
+        return Err(bad(
+            path,
+            format!(
+                "{what} = {v:e} is below the smallest supported value {:e}; valid {what} lie in [{:e}, ∞) (rewards live in [0, r_max], so smaller noise means no privacy and overflows the ε formulas)",
+                super::limits::MIN_SCALE,
+                super::limits::MIN_SCALE
+            ),
+        ));
     }
     Ok(())
 }
@@ -116,17 +135,78 @@ pub fn validate(c: &ExperimentConfig) -> Result<()> {
         ));
     }
     validate_algorithms(&c.algorithms)?;
+    // Gaussian PrivBoN's ε column is computed by the accountant, which is
+    // verified only over its range (README "Reliability", rule 4).
+    if let Some(g) = &c.algorithms.privbon_gauss {
+        for (name, rm) in &c.reward_models {
+            let r_max = rm.transform.r_max;
+            let delta_r = rm.delta_r.unwrap_or(r_max);
+            for (i, &sigma) in g.sigma.iter().enumerate() {
+                let n = ns.iter().copied().max().unwrap_or(1);
+                if let Err(m) = crate::privacy::rnm::check_range(r_max, delta_r, sigma, n) {
+                    return Err(bad(
+                        format!("algorithms.privbon_gauss.sigma[{i}]"),
+                        format!("on reward model `{name}`: {m}"),
+                    ));
+                }
+            }
+        }
+    }
     if let Some(f) = &c.fsrc {
         validate_fsrc(f, c)?;
     }
+    let algs = super::resolve::expand_algorithms(&c.algorithms);
+    let sigmas: Vec<f64> = algs.iter().filter_map(|a| a.sigma()).collect();
+    let betas: Vec<f64> = algs.iter().filter_map(|a| a.beta()).collect();
     for (i, t) in c.reports.tables.iter().enumerate() {
         report_n(&format!("reports.tables[{i}].n"), t.n, &ns)?;
+        if matches!(t.kind, TableKind::Lift | TableKind::Winrate) {
+            let at = format!("reports.tables[{i}]");
+            report_value(&format!("{at}.sigma"), "σ", t.sigma, &sigmas)?;
+            report_value(&format!("{at}.beta"), "β", t.beta, &betas)?;
+        }
     }
     for (i, p) in c.reports.plots.iter().enumerate() {
         report_n(&format!("reports.plots[{i}].n"), p.n, &ns)?;
+        if p.kind != PlotKind::Fsrc {
+            let at = format!("reports.plots[{i}]");
+            report_value(&format!("{at}.sigma"), "σ", p.sigma, &sigmas)?;
+            report_value(&format!("{at}.beta"), "β", p.beta, &betas)?;
+        }
     }
     super::report_names::check_unique(&c.reports)?;
     Ok(())
+}
+
+/// A report's σ or β must be one the sweep runs, or the report fails after
+/// the whole sweep (issue #13: a typo must never cost a full run).
+fn report_value(path: &str, what: &str, v: Option<f64>, swept: &[f64]) -> Result<()> {
+    let Some(v) = v else {
+        return Ok(());
+    };
+    if swept
+        .iter()
+        .any(|&s| (s - v).abs() <= 1e-9 * s.abs().max(v.abs()))
+    {
+        return Ok(());
+    }
+    let mut have: Vec<f64> = swept.to_vec();
+    have.sort_by(f64::total_cmp);
+    have.dedup();
+    Err(bad(
+        path,
+        if have.is_empty() {
+            format!("{what} = {v}, but no algorithm of the sweep has a {what}; remove it")
+        } else {
+            format!(
+                "{what} = {v} is not one the sweep runs ({}); pick one of those",
+                have.iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        },
+    ))
 }
 
 fn report_n(path: &str, n: Option<usize>, grid: &[usize]) -> Result<()> {
@@ -200,8 +280,8 @@ fn sigma_split(path: &str, split: &SplitSpec, sigma: &Option<Vec<f64>>) -> Resul
             "cannot be combined with an explicit split {sigma_x, sigma_z}; remove one of them",
         )),
         (SplitSpec::Explicit { sigma_x, sigma_z }, None) => {
-            positive(&format!("{path}.split.sigma_x"), "σ_X", *sigma_x)?;
-            positive(&format!("{path}.split.sigma_z"), "σ_Z", *sigma_z)
+            scale(&format!("{path}.split.sigma_x"), "σ_X", *sigma_x)?;
+            scale(&format!("{path}.split.sigma_z"), "σ_Z", *sigma_z)
         }
     }
 }
@@ -248,7 +328,7 @@ fn validate_fsrc(f: &FsrcSpec, c: &ExperimentConfig) -> Result<()> {
     }
     super::limits::check_n("fsrc.n", f.n)?;
     sigma_split("fsrc", &f.split, &f.sigma)?;
-    positive("fsrc.beta", "β", f.beta)?;
+    scale("fsrc.beta", "β", f.beta)?;
     if !(f.l.is_finite() && f.l >= 0.0) {
         return Err(bad(
             "fsrc.L",

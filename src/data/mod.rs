@@ -19,6 +19,7 @@ pub mod open;
 pub mod output;
 pub mod prepared;
 pub mod read;
+pub mod read_errors;
 pub mod reader;
 pub mod synth;
 

@@ -67,6 +67,12 @@ pub fn read_nested_jsonl(path: &Path, keys: &NestedKeys) -> Result<DataFrame> {
     for (i, line) in BufReader::new(file).lines().enumerate() {
         let lineno = i as u64 + 1;
         let line = line.with_context(|| format!("{name}: reading line {lineno}"))?;
+        // A UTF-8 byte-order mark (Windows editors write one) is not JSON.
+        let line = if lineno == 1 {
+            line.trim_start_matches('\u{feff}').to_string()
+        } else {
+            line
+        };
         if line.trim().is_empty() {
             continue;
         }

@@ -208,13 +208,7 @@ pub fn read_table_ids(path: &Path, separator: Option<u8>, ids: &[&str]) -> Resul
                 .with_schema_overwrite(csv_id_schema(path, sep, ids))
                 .try_into_reader_with_file_path(Some(path.to_path_buf()))
                 .and_then(|r| r.finish())
-                .map_err(|e| {
-                    input_error(format!(
-                        "{}: not a readable {} file: {e}",
-                        path.display(),
-                        if sep == b'\t' { "TSV" } else { "CSV" }
-                    ))
-                })?
+                .map_err(|e| super::read_errors::csv_error(path, sep, e))?
         }
         TableFormat::JsonArray => {
             let f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
@@ -235,12 +229,7 @@ pub fn read_table_ids(path: &Path, separator: Option<u8>, ids: &[&str]) -> Resul
                 .with_json_format(JsonFormat::JsonLines)
                 .infer_schema_len(None)
                 .finish()
-                .map_err(|e| {
-                    input_error(format!(
-                        "{}: not readable as JSON lines (one object per line): {e}",
-                        path.display()
-                    ))
-                })?
+                .map_err(|e| super::read_errors::jsonl_error(path, e))?
         }
     };
     if df.height() == 0 {
@@ -427,6 +416,15 @@ pub fn correct_column(col: &Column, src: &SourceFile, df: &DataFrame) -> Result<
 /// "unscored" and are handled by ingest); NaN and infinities are errors.
 pub fn reward_column(col: &Column, src: &SourceFile, df: &DataFrame, name: &str) -> Result<Column> {
     let dt = col.dtype();
+    if let Some(e) = super::read_errors::non_numeric(
+        col,
+        src,
+        df,
+        &format!("reward ({name})"),
+        "rewards must be numbers — fix or remove the row",
+    ) {
+        return Err(e);
+    }
     if !dt.is_primitive_numeric() {
         bail_input!(
             "{}: column {:?} (reward model {name}) has type {dt}; rewards must be numbers",

@@ -159,6 +159,12 @@ pub fn check_sigma(flag: &str, s: f64) -> Result<()> {
     if !(s > 0.0 && s.is_finite()) {
         bail_input!("{flag} must be positive (got {s}); noise scales are standard deviations");
     }
+    let min = crate::config::limits::MIN_SCALE;
+    if s < min {
+        bail_input!(
+            "{flag} {s:e} is below the smallest supported value {min:e}; valid values lie in [{min:e}, ∞) — smaller noise overflows the ε formulas"
+        );
+    }
     Ok(())
 }
 

@@ -55,6 +55,13 @@ pub fn apply(
     what: &str,
     prompt_of: impl Fn(usize) -> String,
 ) -> Result<(Vec<f64>, AppliedTransform)> {
+    if let Some(i) = raw.iter().position(|r| !r.is_finite()) {
+        return Err(input_error(format!(
+            "{what}: response {i} (prompt {}) has score {}; scores must be finite numbers — fix the raw file and re-run `privalign ingest`",
+            prompt_of(i),
+            raw[i]
+        )));
+    }
     let applied = prepare(spec, &TransformStats::of(raw), what)?;
     let out = applied.map(raw, what, prompt_of)?;
     Ok((out, applied))
@@ -130,6 +137,15 @@ impl AppliedTransform {
         prompt_of: impl Fn(usize) -> String,
     ) -> Result<Vec<f64>> {
         let r_max = self.r_max;
+        // A non-finite score (a dataset written before ingest refused them, or
+        // edited since) would make every lift NaN: name it instead.
+        if let Some(i) = raw.iter().position(|r| !r.is_finite()) {
+            return Err(input_error(format!(
+                "{what}: response {i} (prompt {}) has score {}; scores must be finite numbers — fix the raw file and re-run `privalign ingest`",
+                prompt_of(i),
+                raw[i]
+            )));
+        }
         Ok(match self.kind {
             TransformKind::Clip | TransformKind::Minmax => {
                 let (lo, hi) = (self.lo.unwrap_or(0.0), self.hi.unwrap_or(1.0));
@@ -180,6 +196,20 @@ mod tests {
             hi,
             r_max: 2.0,
         }
+    }
+
+    #[test]
+    fn a_non_finite_score_is_named() {
+        let raw = [0.1f32, f32::INFINITY, 0.3];
+        let e = apply(
+            &spec(TransformKind::Zscore, None, None),
+            &raw,
+            "ds/rm",
+            |_| "p7".into(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("score inf") && e.contains("prompt p7"), "{e}");
     }
 
     #[test]
