@@ -11,9 +11,9 @@ use super::types::*;
 use crate::data::prepared::{DatasetManifest, load_manifest};
 use crate::error::input_error;
 use crate::privacy::accountant::PrivacyParams;
-use crate::select::pool::Pool;
+use crate::select::pool::Values;
 use crate::select::reference_scripts::{
-    Acceptance, Conventions, Envelope, Fallback, ItpConventions, PrivItpConventions, dataset_base,
+    Acceptance, Conventions, Envelope, Fallback, ItpConventions, PrivItpConventions,
 };
 use crate::sweep::engine::{
     Algorithm, Batches, EngineConfig, Estimator, LambdaNoise, PrivItpParams, Sampling,
@@ -240,10 +240,9 @@ impl Experiment {
         })
     }
 
-    /// The engine settings for one reward model.
-    /// `pools` are the reward model's pools over the whole dataset (the
-    /// dataset-wide base of the `dataset_base` fallback is computed from them).
-    pub fn engine_config(&self, rm: &RewardModel, pools: &[Pool]) -> EngineConfig {
+    /// The engine's configuration for `rm`; `dataset_base` is the dataset-wide
+    /// base credit of the reference scripts' `fallback: dataset_base` (unused otherwise).
+    pub fn engine_config(&self, rm: &RewardModel, dataset_base: Values) -> EngineConfig {
         let c = &self.config;
         EngineConfig {
             algorithms: self.algorithms.clone(),
@@ -262,7 +261,7 @@ impl Experiment {
             },
             privacy: rm.privacy,
             conventions: conventions(&c.algorithms),
-            dataset_base: dataset_base(pools),
+            dataset_base,
         }
     }
 }

@@ -45,7 +45,10 @@ pub struct ResultsManifest {
 pub struct DatasetRecord {
     pub name: String,
     pub path: String,
-    pub scores_sha256: String,
+    /// SHA-256 over the block hashes of exactly the columns the sweep read
+    /// (`DatasetReader::content_hash`): every block read was verified against
+    /// those hashes, so this vouches for the values the numbers came from.
+    pub content_sha256: String,
     pub prompts: usize,
     pub responses: usize,
     /// Mean generation seconds per response, when the dataset records them

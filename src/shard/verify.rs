@@ -164,7 +164,7 @@ mod tests {
             "{e}"
         );
         let mut m = test_manifest(1, 3, true);
-        m.datasets[0].scores_sha256 = "t".into();
+        m.datasets[0].content_sha256 = "t".into();
         write_test_manifest(&d("data"), &m);
         assert!(err(&[all[0].clone(), d("data"), all[2].clone()]).contains("other data"));
         // Unfinished.

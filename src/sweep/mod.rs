@@ -8,6 +8,7 @@
 //!   items in parallel with rayon.
 //! * [`fsrc`] answers a prompt stream with PrivITP under FSRC composition.
 
+pub mod blocks;
 pub mod conventions;
 pub mod engine;
 pub mod fsrc;
