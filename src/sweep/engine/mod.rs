@@ -250,6 +250,9 @@ pub struct Plan {
     pub privitp: Vec<Option<PrivItpPlan>>,
     /// G for the λ̃-free acceptance term.
     pub gtable: GTable,
+    /// The instruction set of PrivITP's lockstep walk (from the CPU, see
+    /// [`lockstep::simd_level`]; tests set each available level and compare bits).
+    pub simd: lockstep::SimdLevel,
 }
 
 impl Plan {
@@ -313,6 +316,7 @@ impl Plan {
             betas,
             privitp,
             gtable: GTable::new(),
+            simd: lockstep::simd_level(),
         }
     }
 }

@@ -214,8 +214,7 @@ fn bon(
     estimator: Estimator,
     coins: impl FnOnce() -> Pcg64,
 ) -> Metrics {
-    let best = rewards.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let ties = rewards.iter().filter(|&&r| r == best).count();
+    let (best, ties, first) = max_and_ties(rewards);
     let tied = || {
         batch
             .iter()
@@ -227,8 +226,12 @@ fn bon(
         Estimator::Conditional => {
             let mut v = Values::default();
             let w = 1.0 / ties as f64;
-            for i in tied() {
-                v.add_scaled(&pool.values[i], w);
+            if ties == 1 {
+                v.add_scaled(&pool.values[batch[first]], w);
+            } else {
+                for i in tied() {
+                    v.add_scaled(&pool.values[i], w);
+                }
             }
             v
         }
@@ -243,6 +246,33 @@ fn bon(
         generations: batch.len() as f64,
         eps: None,
     }
+}
+
+/// The largest reward, how many candidates have it, and the first position
+/// holding it — one branch-free pass over eight lanes (exact: a maximum and
+/// a count do not depend on the order they are taken in).
+fn max_and_ties(r: &[f64]) -> (f64, usize, usize) {
+    const L: usize = 8;
+    let mut best = [f64::NEG_INFINITY; L];
+    let mut count = [0usize; L];
+    let mut first = [usize::MAX; L];
+    for (c, chunk) in r.chunks(L).enumerate() {
+        for (l, &x) in chunk.iter().enumerate() {
+            let (gt, eq) = (x > best[l], x == best[l]);
+            first[l] = if gt { c * L + l } else { first[l] };
+            count[l] = if gt { 1 } else { count[l] + usize::from(eq) };
+            best[l] = if gt { x } else { best[l] };
+        }
+    }
+    let top = best.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (mut ties, mut pos) = (0, usize::MAX);
+    for l in 0..L {
+        if best[l] == top {
+            ties += count[l];
+            pos = pos.min(first[l]);
+        }
+    }
+    (top, ties, pos)
 }
 
 /// Gumbel PrivBoN (the exponential mechanism, `thm:gumbel_priv`): the
