@@ -31,7 +31,7 @@
 //! [`rejection_conditional`]: crate::select::rejection::rejection_conditional
 
 use super::draw::Candidates;
-use super::prep::PoolPrep;
+use super::prep::WalkItem;
 use super::{Metrics, Plan, PrivItpParams};
 use crate::privacy::accountant::Phase2Terms;
 use crate::privacy::normal;
@@ -57,10 +57,10 @@ pub(crate) struct LaneScratch {
     inv: Vec<Lane>,
     weight: Vec<Lane>,
     alive: Vec<bool>,
-    /// Per step of the block: w_k·p_k of the group being walked.
-    contrib: Vec<Lane>,
     /// Per step of the block: the four partial sums of Σ_k w_k·p_k.
     q4: Vec<[f64; 4]>,
+    /// `q4` before the group being walked (for a replay).
+    q4_saved: Vec<[f64; 4]>,
 }
 
 /// One lane group's walk state.
@@ -86,8 +86,7 @@ struct SlowLane {
 pub(crate) fn privitp_lockstep(
     plan: &Plan,
     pool: &Pool,
-    prep: &PoolPrep,
-    gb: &[f64],
+    items: &[WalkItem],
     table: &ShiftedGTable,
     p: &PrivItpParams,
     lambda: f64,
@@ -107,8 +106,8 @@ pub(crate) fn privitp_lockstep(
     }
     ls.alive.clear();
     ls.alive.resize(groups, false);
-    ls.contrib.resize(BLOCK, [0.0; GROUP]);
     ls.q4.resize(BLOCK, [0.0; 4]);
+    ls.q4_saved.resize(BLOCK, [0.0; 4]);
     let mut slow: Vec<SlowLane> = Vec::new();
     for (k, &(x, w)) in nodes.iter().enumerate() {
         let (g, l) = (k / GROUP, k % GROUP);
@@ -132,9 +131,7 @@ pub(crate) fn privitp_lockstep(
     }
     let mut values = Values::default();
     let walk = Walk {
-        pool,
-        proxy: &prep.proxy,
-        gb,
+        items,
         table,
         lambda,
         inv_sz: 1.0 / p.sigma_z,
@@ -231,9 +228,7 @@ pub fn simd_level() -> SimdLevel {
 
 /// What one walk reads.
 struct Walk<'a> {
-    pool: &'a Pool,
-    proxy: &'a [f64],
-    gb: &'a [f64],
+    items: &'a [WalkItem],
     table: &'a ShiftedGTable,
     lambda: f64,
     inv_sz: f64,
@@ -310,15 +305,19 @@ fn walk_blocks<V: Lanes>(
         blk.len = len;
         cand.fill(t0, &mut blk.item[..len]);
         for j in 0..len {
-            let i = blk.item[j];
-            let r = w.proxy[i];
-            let (row, d) = w.table.row_start((r - w.lambda) * w.inv_sz);
-            blk.r[j] = r;
+            let it = &w.items[blk.item[j]];
+            blk.r[j] = it.r;
+            blk.gb[j] = it.gb;
+        }
+        for j in 0..len {
+            let (row, d) = w.table.row_start((blk.r[j] - w.lambda) * w.inv_sz);
             blk.row[j] = row;
             blk.d[j] = d;
-            blk.gb[j] = w.gb[i];
             blk.tm1[j] = (t0 + j) as f64;
         }
+        // Σ_k w_k·p_k in one fixed order for every SIMD width: node k into
+        // partial sum k mod 4 in increasing k (lanes 0–3, then 4–7, of each
+        // live group in turn), then (q0+q1)+(q2+q3) below.
         let mut first = true;
         for g in 0..groups {
             if !ls.alive[g] {
@@ -326,31 +325,25 @@ fn walk_blocks<V: Lanes>(
             }
             let saved = ls.lanes[g];
             let (inv, wt) = (&ls.inv[g], &ls.weight[g]);
-            let contrib: &mut [Lane; BLOCK] =
-                (&mut ls.contrib[..]).try_into().expect("BLOCK steps");
-            // SAFETY: `V`'s instructions were detected before the walk began.
-            let crossed = unsafe {
-                group_block::<V, false>(data, g, &blk, &mut ls.lanes[g], inv, wt, contrib)
+            let q4: &mut [[f64; 4]; BLOCK] = (&mut ls.q4[..]).try_into().expect("BLOCK steps");
+            // SAFETY (both calls): `V`'s instructions were detected before the walk began.
+            let crossed = if first {
+                unsafe { group_block::<V, false, true>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4) }
+            } else {
+                // A replay must start from the partial sums before this group.
+                ls.q4_saved.copy_from_slice(&q4[..]);
+                unsafe { group_block::<V, false, false>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4) }
             };
             if crossed {
                 ls.lanes[g] = saved;
-                // SAFETY: as above.
-                unsafe {
-                    group_block::<V, true>(data, g, &blk, &mut ls.lanes[g], inv, wt, contrib)
-                };
-            }
-            ls.alive[g] = ls.lanes[g].s.iter().any(|&x| x > 0.0);
-            // Σ_k w_k·p_k in one fixed order for every SIMD width: node k
-            // into partial sum k mod 4 in increasing k (lanes 0–3, then
-            // 4–7, of each group in turn), then (q0+q1)+(q2+q3).
-            for j in 0..len {
-                let c = &contrib[j];
-                let q = &mut ls.q4[j];
-                for l in 0..4 {
-                    let lo = if first { c[l] } else { q[l] + c[l] };
-                    q[l] = lo + c[4 + l];
+                if first {
+                    unsafe { group_block::<V, true, true>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4) };
+                } else {
+                    q4.copy_from_slice(&ls.q4_saved);
+                    unsafe { group_block::<V, true, false>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4) };
                 }
             }
+            ls.alive[g] = ls.lanes[g].s.iter().any(|&x| x > 0.0);
             first = false;
         }
         if first {
@@ -375,7 +368,7 @@ fn walk_blocks<V: Lanes>(
                     qt += w.nodes[sl.k].1 * pk;
                 }
             }
-            values.add_scaled(&w.pool.values[blk.item[j]], qt);
+            values.add_scaled(&w.items[blk.item[j]].values, qt);
         }
         t0 += len;
     }
@@ -383,21 +376,23 @@ fn walk_blocks<V: Lanes>(
 
 /// One lane group's walk over one block: a = clamp(inv·(G − G_B), 0, 1),
 /// p = S·a, generated += S, accepted += p, rejections += p·(t − 1),
-/// S −= p (then, with `CUT`, S = 0 where S < [`SURVIVAL_EPS`]), and
-/// `contrib[j]` = w·p. Without `CUT`, returns whether a lane alive at the
-/// start ended the block below the cut-off (the caller replays with `CUT`).
+/// S −= p (then, with `CUT`, S = 0 where S < [`SURVIVAL_EPS`]), and the
+/// step's w·p folded into `q4[j]` (lanes l and l + 4 into partial sum l;
+/// `FIRST`: the partial sums start here). Without `CUT`, returns whether a
+/// lane alive at the start ended the block below the cut-off (the caller
+/// replays with `CUT`).
 ///
 /// # Safety
 /// `V`'s instructions must be available.
 #[inline(always)]
-unsafe fn group_block<V: Lanes, const CUT: bool>(
+unsafe fn group_block<V: Lanes, const CUT: bool, const FIRST: bool>(
     data: &[GroupCoeffs],
     g: usize,
     blk: &BlockData,
     st: &mut GroupLanes,
     inv: &Lane,
     wt: &Lane,
-    contrib: &mut [Lane; BLOCK],
+    q4: &mut [[f64; 4]; BLOCK],
 ) -> bool {
     // SAFETY: the caller guarantees the instruction set.
     unsafe {
@@ -426,7 +421,7 @@ unsafe fn group_block<V: Lanes, const CUT: bool>(
             if CUT {
                 s = s.zero_below(SURVIVAL_EPS);
             }
-            wt.mul(pk).store(&mut contrib[j]);
+            wt.mul(pk).fold4::<FIRST>(&mut q4[j]);
         }
         s.store(&mut st.s);
         generated.store(&mut st.generated);
@@ -451,6 +446,8 @@ trait Lanes: Copy {
     unsafe fn zero_below(self, eps: f64) -> Self;
     /// Whether a lane with start > 0 has end < eps.
     unsafe fn crossed(start: Self, end: Self, eps: f64) -> bool;
+    /// q[l] = (q[l] + x[l]) + x[l + 4] (`FIRST`: q[l] = x[l] + x[l + 4]).
+    unsafe fn fold4<const FIRST: bool>(self, q: &mut [f64; 4]);
 }
 
 /// The portable lanes.
@@ -496,6 +493,13 @@ impl Lanes for Scalar {
     #[inline(always)]
     unsafe fn crossed(start: Self, end: Self, eps: f64) -> bool {
         (0..GROUP).any(|l| start.0[l] > 0.0 && end.0[l] < eps)
+    }
+    #[inline(always)]
+    unsafe fn fold4<const FIRST: bool>(self, q: &mut [f64; 4]) {
+        for l in 0..4 {
+            let lo = if FIRST { self.0[l] } else { q[l] + self.0[l] };
+            q[l] = lo + self.0[l + 4];
+        }
     }
 }
 
@@ -572,6 +576,15 @@ impl Lanes for Avx2 {
         };
         half(start.0, end.0) || half(start.1, end.1)
     }
+    #[inline(always)]
+    unsafe fn fold4<const FIRST: bool>(self, q: &mut [f64; 4]) {
+        let lo = if FIRST {
+            self.0
+        } else {
+            _mm256_add_pd(_mm256_loadu_pd(q.as_ptr()), self.0)
+        };
+        _mm256_storeu_pd(q.as_mut_ptr(), _mm256_add_pd(lo, self.1));
+    }
 }
 
 /// One AVX-512 register.
@@ -627,6 +640,19 @@ impl Lanes for Avx512 {
         let was = _mm512_cmp_pd_mask::<_CMP_GT_OQ>(start.0, _mm512_setzero_pd());
         let low = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(end.0, _mm512_set1_pd(eps));
         (was & low) != 0
+    }
+    #[inline(always)]
+    unsafe fn fold4<const FIRST: bool>(self, q: &mut [f64; 4]) {
+        let (x0, x1) = (
+            _mm512_castpd512_pd256(self.0),
+            _mm512_extractf64x4_pd::<1>(self.0),
+        );
+        let lo = if FIRST {
+            x0
+        } else {
+            _mm256_add_pd(_mm256_loadu_pd(q.as_ptr()), x0)
+        };
+        _mm256_storeu_pd(q.as_mut_ptr(), _mm256_add_pd(lo, x1));
     }
 }
 

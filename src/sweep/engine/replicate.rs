@@ -142,14 +142,13 @@ pub(crate) fn run_n(
                     let lam = lambda.unwrap_or_default();
                     let pp = plan.privitp[k].as_ref().expect("PrivITP plan");
                     let dataset_base = cfg.conventions.privitp.fallback == Fallback::DatasetBase;
-                    match (&pp.table, prep.privitp_gb[k].as_ref()) {
-                        (Some(table), Some(gb)) if !dataset_base => {
+                    match (&pp.table, prep.privitp_items[k].as_ref()) {
+                        (Some(table), Some(items)) if !dataset_base => {
                             let mut cand = candidates(p.batches, &mut batch_b, &s.batch_a);
                             privitp_lockstep(
                                 plan,
                                 pool,
-                                prep,
-                                gb,
+                                items,
                                 table,
                                 &p,
                                 lam,
@@ -508,6 +507,33 @@ fn phase2(
                 },
                 o,
             )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::max_and_ties;
+    use rand::{RngExt, SeedableRng};
+
+    /// Against the straightforward fold, count and position.
+    #[test]
+    fn max_and_ties_match_brute_force() {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(5);
+        for n in [1usize, 2, 7, 8, 9, 17, 100, 1000] {
+            for levels in [1u32, 3, 50, 100_000] {
+                let r: Vec<f64> = (0..n)
+                    .map(|_| f64::from(rng.random_range(0..=levels)) / f64::from(levels))
+                    .collect();
+                let best = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let ties = r.iter().filter(|&&x| x == best).count();
+                let first = r.iter().position(|&x| x == best).unwrap();
+                assert_eq!(
+                    max_and_ties(&r),
+                    (best, ties, first),
+                    "n={n} levels={levels}"
+                );
+            }
         }
     }
 }
