@@ -169,7 +169,8 @@ impl ShiftedGTable {
     pub fn row_start(&self, u: f64) -> (usize, f64) {
         // A signed cast is one instruction on every x86-64 (an unsigned one
         // is not before AVX-512); negatives and NaN clamp to row 0 as before.
-        let j = ((((u - self.u_lo) * INV_STEP) + 0.5) as i64).clamp(0, self.rows as i64 - 1) as usize;
+        let j =
+            ((((u - self.u_lo) * INV_STEP) + 0.5) as i64).clamp(0, self.rows as i64 - 1) as usize;
         (j * self.groups, u - (self.u_lo + j as f64 * STEP))
     }
 

@@ -34,8 +34,8 @@ use crate::results::fsrc::fsrc_frame;
 use crate::results::manifest::TransformRecord;
 use crate::results::parquet_io::write_frame;
 use crate::sweep::blocks::{
-    all_pools, block_file_name, compute_blocks, content_sha256, prepare_reward_model, read_block,
-    window_blocks, window_pools, write_block,
+    all_pools, block_file_name, content_sha256, prepare_reward_model, read_block, run_blocks,
+    write_block,
 };
 use crate::sweep::lock::ResultsLock;
 use crate::sweep::run::{config_hash, fsrc_rows, host};
@@ -242,24 +242,12 @@ fn run_in_pool(exp: &Experiment, o: &ShardOptions, threads: usize) -> Result<Sha
                 UnitKind::Fsrc => {}
             }
         }
-        // Windows of consecutive blocks, as the one-machine sweep runs them.
-        let per_window = window_blocks(threads, reader);
-        let mut k = 0;
-        while k < todo.len() {
-            let mut e = k + 1;
-            while e < todo.len() && e - k < per_window && todo[e] == todo[e - 1] + 1 {
-                e += 1;
-            }
-            let blocks = todo[k]..todo[e - 1] + 1;
-            let pools = window_pools(ds, reader, rm, applied, blocks.clone())?;
-            let chunks = compute_blocks(exp, ds, rm, reader, &run, blocks.clone(), &pools, &|_| {});
-            drop(pools);
-            for (b, c) in blocks.zip(&chunks) {
-                write_block(&o.out.join(block_file_name(di, ri, b)), c)?;
-                manifest.computed_units += 1;
-            }
-            k = e;
-        }
+        let out = &o.out;
+        let write = |b: usize, c: &[crate::results::cells::Chunk]| {
+            write_block(&out.join(block_file_name(di, ri, b)), c)
+        };
+        run_blocks(exp, ds, rm, reader, &run, &todo, threads, &write, &|_| {})?;
+        manifest.computed_units += todo.len();
         if mine[i..j].iter().any(|u| u.kind == UnitKind::Fsrc) {
             // Always recomputed: FSRC is cheap next to the cells and its
             // file holds no keys to check a reuse against.

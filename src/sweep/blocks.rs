@@ -232,6 +232,60 @@ pub fn window_blocks(threads: usize, reader: &DatasetReader) -> usize {
     (threads * PROMPTS_PER_THREAD).div_ceil(per_block).max(1)
 }
 
+/// Compute the blocks `todo` (ascending) of (`ds`, `rm`) and hand each
+/// block's chunks to `write`, in windows of consecutive blocks of
+/// [`window_blocks`] — the one loop the sweep and a shard share. The next
+/// window is read (and verified) while the current one computes, so the
+/// reads cost no wall time on more than one thread. `done(k)` reports k
+/// finished cells. Returns the seconds of the first read (the only one not
+/// overlapped with computing) and of the whole loop.
+#[allow(clippy::too_many_arguments)]
+pub fn run_blocks(
+    exp: &Experiment,
+    ds: &ResolvedDataset,
+    rm: &RewardModel,
+    reader: &DatasetReader,
+    run: &RewardModelRun,
+    todo: &[usize],
+    threads: usize,
+    write: &(dyn Fn(usize, &[Chunk]) -> Result<()> + Sync),
+    done: &(dyn Fn(u64) + Sync),
+) -> Result<(f64, f64)> {
+    let per_window = window_blocks(threads, reader);
+    let mut windows: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut k = 0;
+    while k < todo.len() {
+        let mut e = k + 1;
+        while e < todo.len() && e - k < per_window && todo[e] == todo[e - 1] + 1 {
+            e += 1;
+        }
+        windows.push(todo[k]..todo[e - 1] + 1);
+        k = e;
+    }
+    let read = |w: &std::ops::Range<usize>| -> Result<(Vec<Pool>, f64)> {
+        let t = std::time::Instant::now();
+        let pools = window_pools(ds, reader, rm, &run.applied, w.clone())?;
+        Ok((pools, t.elapsed().as_secs_f64()))
+    };
+    let start = std::time::Instant::now();
+    let mut next: Option<Result<(Vec<Pool>, f64)>> = windows.first().map(read);
+    let t_read = start.elapsed().as_secs_f64();
+    for (i, w) in windows.iter().enumerate() {
+        let (pools, _) = next.take().expect("a window read ahead")?;
+        let compute = || -> Result<()> {
+            let chunks = compute_blocks(exp, ds, rm, reader, run, w.clone(), &pools, done);
+            for (b, c) in w.clone().zip(&chunks) {
+                write(b, c)?;
+            }
+            Ok(())
+        };
+        let (computed, ahead) = rayon::join(compute, || windows.get(i + 1).map(read));
+        computed?;
+        next = ahead;
+    }
+    Ok((t_read, start.elapsed().as_secs_f64()))
+}
+
 /// An empty chunk of block `b` at `n` (keys only).
 fn block_chunk(
     exp: &Experiment,

@@ -34,9 +34,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::blocks::{
-    TransformLabel, all_pools, applied_transform, block_file_name, compute_blocks, content_sha256,
-    fsrc_wanted, gen_seconds_mean, prepare_reward_model, read_block, window_blocks, window_pools,
-    write_block, write_cells,
+    TransformLabel, all_pools, applied_transform, block_file_name, content_sha256, fsrc_wanted,
+    gen_seconds_mean, prepare_reward_model, read_block, run_blocks, write_block, write_cells,
 };
 use super::engine::{Batches, PrivItpParams, Sampling};
 use super::fsrc::{FsrcParams, run_fsrc};
@@ -349,31 +348,16 @@ fn sweep_in_pool(
                     todo.push(b);
                 }
             }
-            // Windows of consecutive blocks still to compute.
-            let per_window = window_blocks(threads, reader);
-            let mut k = 0;
-            while k < todo.len() {
-                let mut e = k + 1;
-                while e < todo.len() && e - k < per_window && todo[e] == todo[e - 1] + 1 {
-                    e += 1;
-                }
-                let blocks = todo[k]..todo[e - 1] + 1;
-                let t = Instant::now();
-                let pools = window_pools(ds, reader, rm, applied, blocks.clone())?;
-                t_load += t.elapsed().as_secs_f64();
-                let t = Instant::now();
-                let chunks =
-                    compute_blocks(exp, ds, rm, reader, &run, blocks.clone(), &pools, &|c| {
-                        rep.bar.inc(c)
-                    });
-                drop(pools);
-                for (b, c) in blocks.zip(&chunks) {
-                    write_block(&block_path(di, ri, b), c)?;
-                    computed += 1;
-                }
-                t_run += t.elapsed().as_secs_f64();
-                k = e;
-            }
+            let write = |b: usize, c: &[crate::results::cells::Chunk]| {
+                write_block(&block_path(di, ri, b), c)
+            };
+            let (read, total) =
+                run_blocks(exp, ds, rm, reader, &run, &todo, threads, &write, &|c| {
+                    rep.bar.inc(c)
+                })?;
+            computed += todo.len();
+            t_load += read;
+            t_run += total - read;
             if fsrc_wanted(exp, ri) {
                 let t = Instant::now();
                 let pools = all_pools(ds, reader, rm, applied)?;

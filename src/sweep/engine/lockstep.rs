@@ -328,19 +328,27 @@ fn walk_blocks<V: Lanes>(
             let q4: &mut [[f64; 4]; BLOCK] = (&mut ls.q4[..]).try_into().expect("BLOCK steps");
             // SAFETY (both calls): `V`'s instructions were detected before the walk began.
             let crossed = if first {
-                unsafe { group_block::<V, false, true>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4) }
+                unsafe {
+                    group_block::<V, false, true>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4)
+                }
             } else {
                 // A replay must start from the partial sums before this group.
                 ls.q4_saved.copy_from_slice(&q4[..]);
-                unsafe { group_block::<V, false, false>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4) }
+                unsafe {
+                    group_block::<V, false, false>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4)
+                }
             };
             if crossed {
                 ls.lanes[g] = saved;
                 if first {
-                    unsafe { group_block::<V, true, true>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4) };
+                    unsafe {
+                        group_block::<V, true, true>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4)
+                    };
                 } else {
                     q4.copy_from_slice(&ls.q4_saved);
-                    unsafe { group_block::<V, true, false>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4) };
+                    unsafe {
+                        group_block::<V, true, false>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4)
+                    };
                 }
             }
             ls.alive[g] = ls.lanes[g].s.iter().any(|&x| x > 0.0);
