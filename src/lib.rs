@@ -13,6 +13,7 @@ pub mod config;
 pub mod data;
 pub mod error;
 pub mod fsutil;
+pub mod math;
 pub mod out;
 pub mod pipeline;
 pub mod privacy;

@@ -13,7 +13,7 @@ use privalign::select::itp::{ItpAcceptance, PrivItpAcceptance};
 use privalign::select::lambda::solve_lambda;
 use privalign::select::pool::{Pool, Values};
 use privalign::select::privbon::softmax_weights;
-use privalign::select::quadrature::gauss_hermite_normal;
+use privalign::math::quadrature::gauss_hermite_normal;
 use privalign::select::rejection::{RejectionOutcome, rejection_conditional, rejection_sampled};
 use privalign::sweep::engine::*;
 use privalign::sweep::seed::{StreamKey, StreamUse};

@@ -6,6 +6,5 @@ pub mod itp;
 pub mod lambda;
 pub mod pool;
 pub mod privbon;
-pub mod quadrature;
 pub mod reference_scripts;
 pub mod rejection;

@@ -29,7 +29,7 @@ use super::seed::{StreamKey, stable_id};
 pub use crate::privacy::accountant::PrivacyParams;
 use crate::select::gtable::{GTable, ShiftedGTable};
 use crate::select::pool::{Pool, Values};
-use crate::select::quadrature::gauss_hermite_normal;
+use crate::math::quadrature::gauss_hermite_normal;
 use crate::select::reference_scripts::Conventions;
 pub use prep::PoolPrep;
 
