@@ -17,7 +17,8 @@ use crate::privacy::accountant::{
     Phase2Terms, PrivacyParams, phase1_eps_analytic, phase1_eps_classical, privbon_gauss_eps,
     privbon_gumbel_eps, privitp_eps_max,
 };
-use crate::privacy::budget::{BudgetParams, budget_table, check_scale, check_sigma, point_table};
+use crate::privacy::budget::{BudgetParams, check_scale, check_sigma};
+use crate::report::budget::{budget_table, point_table};
 use crate::report::format::{Format, Table};
 use crate::report::plots::PlotOptions;
 use crate::report::tables::TableOptions;
@@ -780,7 +781,7 @@ pub fn run(cli: Cli) -> Result<()> {
             eprintln!("ingest took {:.2} s", start.elapsed().as_secs_f64());
         }
         Command::Describe(a) => {
-            let table = crate::data::describe::describe(&a.dataset)?;
+            let table = crate::report::describe::describe(&a.dataset)?;
             crate::out!("{}", table.render(a.format))?;
         }
         Command::Synth(a) => {

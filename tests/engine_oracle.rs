@@ -8,12 +8,12 @@
 //! replacement, an explicit σ_X/σ_Z split, nodes with βM ≤ 0, and equal node
 //! weights (under Gauss–Hermite weights the outer nodes' errors hide).
 
+use privalign::math::quadrature::gauss_hermite_normal;
 use privalign::privacy::accountant::{Phase2Terms, privbon_gumbel_eps};
 use privalign::select::itp::{ItpAcceptance, PrivItpAcceptance};
 use privalign::select::lambda::solve_lambda;
 use privalign::select::pool::{Pool, Values};
 use privalign::select::privbon::softmax_weights;
-use privalign::math::quadrature::gauss_hermite_normal;
 use privalign::select::rejection::{RejectionOutcome, rejection_conditional, rejection_sampled};
 use privalign::sweep::engine::*;
 use privalign::sweep::seed::{StreamKey, StreamUse};

@@ -16,10 +16,10 @@
 //!   directions, i.e. the hockey-stick integral ∫ (p_D − e^ε p_D′)_+ ≤ δ.
 
 use crate::math::normal::{log_cdf, log_pdf};
+use crate::math::quadrature::log_integrate_exp;
 use crate::select::itp::PrivItpAcceptance;
 use crate::select::pool::{Pool, Values};
 use crate::select::privbon::softmax_weights;
-use crate::math::quadrature::log_integrate_exp;
 
 /// A pool whose proxy rewards are `rewards` (the samplers read only r̂).
 pub fn pool(rewards: &[f64]) -> Pool {

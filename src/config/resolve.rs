@@ -7,16 +7,15 @@ use anyhow::Result;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use super::plan::{EngineConfig, Estimator, LambdaNoise, Sampling};
 use super::types::*;
 use crate::data::prepared::{DatasetManifest, load_manifest};
 use crate::error::input_error;
 use crate::privacy::accountant::PrivacyParams;
+use crate::select::algorithm::{Algorithm, Batches, PrivItpParams};
 use crate::select::pool::Pool;
 use crate::select::reference_scripts::{
     Acceptance, Conventions, Envelope, Fallback, ItpConventions, PrivItpConventions, dataset_base,
-};
-use crate::sweep::engine::{
-    Algorithm, Batches, EngineConfig, Estimator, LambdaNoise, PrivItpParams, Sampling,
 };
 
 /// A dataset of the experiment.

@@ -1,5 +1,7 @@
 //! Rendering tables for terminals, documents and other tools.
 
+pub mod budget;
+pub mod describe;
 pub mod figure;
 pub mod format;
 pub mod fsrc;

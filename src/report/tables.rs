@@ -11,12 +11,13 @@
 use anyhow::Result;
 use std::collections::BTreeSet;
 
+use super::budget::budget_table_per_sigma;
 use super::format::{Cell, ColumnSpec, Table, latex_escape};
 use super::fsrc::fsrc_table;
 use crate::bail_input;
 use crate::config::TableKind;
 use crate::privacy::accountant::PrivacyParams;
-use crate::privacy::budget::{BudgetParams, budget_table_per_sigma};
+use crate::privacy::budget::BudgetParams;
 use crate::results::read::{ResultsSet, SummaryRecord};
 use crate::results::summary::MeanSe;
 

@@ -1,5 +1,6 @@
 //! Selection algorithms as pure functions of one prompt's candidates (design §6).
 
+pub mod algorithm;
 pub mod bon;
 pub mod gtable;
 pub mod itp;

@@ -28,13 +28,13 @@ use super::units::{Unit, UnitKind, units};
 use crate::bail_input;
 use crate::config::Experiment;
 use crate::data::open::{load_prepared, scores_sha256};
+use crate::fsutil::lock::ResultsLock;
 use crate::fsutil::write_atomic;
 use crate::results::cells::Chunk;
 use crate::results::fsrc::fsrc_frame;
 use crate::results::manifest::TransformRecord;
 use crate::results::parquet_io::{read_frame, write_frame};
 use crate::sweep::engine::{Plan, run_item_with};
-use crate::sweep::lock::ResultsLock;
 use crate::sweep::run::{build_pools, config_hash, fsrc_rows, host};
 use crate::sweep::seed::StreamKey;
 
@@ -128,7 +128,7 @@ fn run_in_pool(exp: &Experiment, o: &ShardOptions, threads: usize) -> Result<Sha
     }
     fs::create_dir_all(&o.out).with_context(|| format!("creating {}", o.out.display()))?;
     // One writer per shard directory; a requeued Slurm task takes over the
-    // lock its earlier incarnation left (crate::sweep::lock).
+    // lock its earlier incarnation left (crate::fsutil::lock).
     let _lock = ResultsLock::acquire(&o.out, "sweep --shard")?;
     if let Some(m) = prepare_dir(o, &hash)? {
         return Ok(ShardOutcome {

@@ -11,7 +11,6 @@
 pub mod conventions;
 pub mod engine;
 pub mod fsrc;
-pub mod lock;
 pub mod run;
 pub mod seed;
 pub mod staging;
