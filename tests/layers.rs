@@ -155,7 +155,11 @@ fn imports_point_down_and_form_no_cycle() {
             ));
             continue;
         };
-        let root = if module == "main" { "privalign::" } else { "crate::" };
+        let root = if module == "main" {
+            "privalign::"
+        } else {
+            "crate::"
+        };
         let text = std::fs::read_to_string(file).unwrap();
         for (lineno, line) in logical_lines(&text) {
             for target in references(&line, root) {
@@ -224,7 +228,10 @@ fn the_parser_sees_groups_and_macros() {
         ["error", "config", "sweep"]
     );
     assert_eq!(
-        references("crate::outln!(\"x\"); crate::report::format::Table", "crate::"),
+        references(
+            "crate::outln!(\"x\"); crate::report::format::Table",
+            "crate::"
+        ),
         ["out", "report"]
     );
     assert_eq!(

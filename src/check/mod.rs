@@ -14,6 +14,7 @@ use crate::fsutil::write_atomic;
 use crate::report::format::{Cell, ColumnSpec, Table};
 use crate::report::tables::ordered;
 use crate::results::read::{ResultsSet, read_results_set};
+use crate::select::algorithm::names::{BON, PRIVBON, PRIVITP};
 use crate::sweep::run::{SweepOptions, sweep};
 use claims::{ClaimsFile, evaluate};
 use reference::{REFERENCE_FILE, RefNumber, Reference, Source, Tolerance, compare, lookup};
@@ -112,7 +113,7 @@ pub fn default_reference(set: &ResultsSet) -> Result<Reference> {
         let bon_peak = recs
             .iter()
             .filter(|b| {
-                b.algorithm == "bon" && b.dataset == r.dataset && b.reward_model == r.reward_model
+                b.algorithm == BON && b.dataset == r.dataset && b.reward_model == r.reward_model
             })
             .max_by(|a, b| {
                 a.stat("lift")
@@ -148,7 +149,7 @@ pub fn default_reference(set: &ResultsSet) -> Result<Reference> {
             numbers.extend(base("lift", Tolerance::Se { se: 1.0 }, "lift"));
         }
         if r.n == n_max {
-            let tol = if r.algorithm == "privitp" {
+            let tol = if r.algorithm == PRIVITP {
                 Tolerance::Se { se: 1.0 }
             } else {
                 Tolerance::Abs { abs: 1e-6 }
@@ -192,15 +193,21 @@ pub fn default_reference(set: &ResultsSet) -> Result<Reference> {
         .fsrc()
         .next()
         .map(|f| f.n)
-        .filter(|n| recs.iter().any(|r| r.algorithm == "privitp" && r.n == *n))
+        .filter(|n| recs.iter().any(|r| r.algorithm == PRIVITP && r.n == *n))
         .unwrap_or(n_max);
     let sigmas = crate::report::tables::distinct(
         recs.iter()
-            .filter(|r| r.algorithm == "privitp")
+            .filter(|r| r.algorithm == PRIVITP)
             .filter_map(|r| r.sigma),
     );
     for s in sigmas {
-        for stat in ["eps_privbon", "eps1", "eps2_post", "eps_privitp"] {
+        let stats: [String; 4] = [
+            format!("eps_{PRIVBON}"),
+            "eps1".into(),
+            "eps2_post".into(),
+            format!("eps_{PRIVITP}"),
+        ];
+        for stat in stats {
             let mut n = RefNumber {
                 name: format!("budget {stat} σ={s} n={budget_n}"),
                 source: Source::Budget,
@@ -210,7 +217,7 @@ pub fn default_reference(set: &ResultsSet) -> Result<Reference> {
                 sigma: Some(s),
                 beta: None,
                 n: Some(budget_n),
-                stat: stat.into(),
+                stat: stat.clone(),
                 value: 0.0,
                 se: None,
                 tolerance: Tolerance::Abs { abs: 1e-6 },

@@ -201,6 +201,30 @@ pub enum TransformKind {
 }
 
 impl TransformKind {
+    /// Every kind (the test below keeps [`Self::name`] equal to serde's).
+    pub const ALL: [TransformKind; 6] = [
+        TransformKind::Clip,
+        TransformKind::Minmax,
+        TransformKind::Sigmoid,
+        TransformKind::Zscore,
+        TransformKind::Standardize,
+        TransformKind::None,
+    ];
+
+    /// The config spelling (`transform: {kind: …}`), also what manifests
+    /// record: a fixed string, never Debug text, so renaming a variant cannot
+    /// change a file.
+    pub const fn name(self) -> &'static str {
+        match self {
+            TransformKind::Clip => "clip",
+            TransformKind::Minmax => "minmax",
+            TransformKind::Sigmoid => "sigmoid",
+            TransformKind::Zscore => "zscore",
+            TransformKind::Standardize => "standardize",
+            TransformKind::None => "none",
+        }
+    }
+
     /// Whether the transform is computed from the data, which makes any
     /// privacy claim conditional on it (design §5).
     pub fn data_dependent(self) -> bool {
@@ -498,4 +522,36 @@ pub struct PlotSpec {
     pub sigma: Option<f64>,
     #[serde(default)]
     pub beta: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::select::algorithm::AlgorithmKind;
+
+    #[test]
+    fn transform_names_are_the_config_spellings() {
+        for k in TransformKind::ALL {
+            assert_eq!(yaml_serde::to_string(&k).unwrap().trim(), k.name());
+        }
+    }
+
+    /// A config's `algorithms:` keys are [`AlgorithmKind::name`]s.
+    #[test]
+    fn algorithm_keys_are_the_kind_names() {
+        let v = yaml_serde::to_value(AlgorithmsSpec::default()).unwrap();
+        let mut keys: Vec<String> = v
+            .as_mapping()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str().unwrap().to_string())
+            .collect();
+        keys.sort();
+        let mut names: Vec<String> = AlgorithmKind::ALL
+            .iter()
+            .map(|k| k.name().to_string())
+            .collect();
+        names.sort();
+        assert_eq!(keys, names);
+    }
 }

@@ -20,6 +20,8 @@ use crate::privacy::accountant::PrivacyParams;
 use crate::privacy::budget::BudgetParams;
 use crate::results::read::{ResultsSet, SummaryRecord};
 use crate::results::summary::MeanSe;
+use crate::select::algorithm::AlgorithmKind;
+use crate::select::algorithm::names::{ITP, PRIVBON, PRIVITP};
 
 /// What to put in a table.
 #[derive(Clone, Debug)]
@@ -33,29 +35,21 @@ pub struct TableOptions {
     pub bold_best: bool,
 }
 
-/// Paper names of the algorithms, in table order.
-const ALGORITHMS: [(&str, &str); 5] = [
-    ("bon", "BoN"),
-    ("privbon", "PrivBoN"),
-    ("privbon_gauss", "PrivBoN (Gauss)"),
-    ("privitp", "PrivITP"),
-    ("itp", "ITP"),
-];
-
+/// The reader's name of a result row's algorithm ([`AlgorithmKind::label`]).
 pub(crate) fn display(alg: &str) -> &str {
-    ALGORITHMS
-        .iter()
-        .find(|(a, _)| *a == alg)
-        .map_or(alg, |(_, d)| d)
+    match AlgorithmKind::from_name(alg) {
+        Some(k) => k.label(),
+        None => alg,
+    }
 }
 
 /// Whether an algorithm (by result name) has a σ / β parameter.
 pub(crate) fn uses_sigma(alg: &str) -> bool {
-    matches!(alg, "privbon" | "privbon_gauss" | "privitp")
+    AlgorithmKind::from_name(alg).is_some_and(AlgorithmKind::is_private)
 }
 
 pub(crate) fn uses_beta(alg: &str) -> bool {
-    matches!(alg, "itp" | "privitp")
+    AlgorithmKind::from_name(alg).is_some_and(AlgorithmKind::has_beta)
 }
 
 pub(crate) fn close(a: f64, b: f64) -> bool {
@@ -90,7 +84,7 @@ pub(crate) struct Selection<'a> {
 pub(crate) fn select<'a>(set: &'a ResultsSet, o: &TableOptions) -> Result<Selection<'a>> {
     let mut records = Vec::new();
     let mut chosen = Vec::new();
-    for (alg, _) in ALGORITHMS {
+    for alg in AlgorithmKind::ALL.map(AlgorithmKind::name) {
         let rows: Vec<&SummaryRecord> = set.summary().filter(|r| r.algorithm == alg).collect();
         if rows.is_empty() {
             continue;
@@ -280,7 +274,7 @@ pub fn lift_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
         }
         let start = rows.len();
         for (k, (alg, _, _)) in sel.chosen.iter().enumerate() {
-            if alg == "itp" && k > 0 {
+            if alg == ITP && k > 0 {
                 cmidrules.push(rows.len());
             }
             let mut row = vec![
@@ -418,7 +412,7 @@ pub fn winrate_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
 pub fn generation_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
     let sel = select(set, o)?;
     let n = choose_n(set, &sel, o.n)?;
-    for need in ["privbon", "privitp"] {
+    for need in [PRIVBON, PRIVITP] {
         if !sel.chosen.iter().any(|c| c.0 == need) {
             bail_input!(
                 "{}: the generation table compares PrivBoN and PrivITP, but there are no {} cells; add algorithms.{need} to the config",
@@ -464,21 +458,29 @@ pub fn generation_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
         row
     };
     let mut rows = vec![
-        line("PrivBoN responses", &|ds, rm| value("privbon", ds, rm)),
-        line("PrivITP responses", &|ds, rm| value("privitp", ds, rm)),
+        line(
+            &format!("{} responses", AlgorithmKind::PrivBon.label()),
+            &|ds, rm| value(PRIVBON, ds, rm),
+        ),
+        line(
+            &format!("{} responses", AlgorithmKind::PrivItp.label()),
+            &|ds, rm| value(PRIVITP, ds, rm),
+        ),
     ];
     let has_secs = keys.iter().any(|(ds, _)| gen_secs(ds).is_some());
     if has_secs {
-        rows.push(line("PrivBoN seconds", &|ds, rm| {
-            Some(value("privbon", ds, rm)? * gen_secs(ds)?)
-        }));
-        rows.push(line("PrivITP seconds", &|ds, rm| {
-            Some(value("privitp", ds, rm)? * gen_secs(ds)?)
-        }));
+        rows.push(line(
+            &format!("{} seconds", AlgorithmKind::PrivBon.label()),
+            &|ds, rm| Some(value(PRIVBON, ds, rm)? * gen_secs(ds)?),
+        ));
+        rows.push(line(
+            &format!("{} seconds", AlgorithmKind::PrivItp.label()),
+            &|ds, rm| Some(value(PRIVITP, ds, rm)? * gen_secs(ds)?),
+        ));
     }
     let overhead_row = rows.len();
     rows.push(line("Overhead (%)", &|ds, rm| {
-        Some(100.0 * (value("privitp", ds, rm)? / value("privbon", ds, rm)? - 1.0))
+        Some(100.0 * (value(PRIVITP, ds, rm)? / value(PRIVBON, ds, rm)? - 1.0))
     }));
     let mut t = Table::new(
         columns,
@@ -525,7 +527,7 @@ pub fn budget_from_results(set: &ResultsSet, o: &TableOptions) -> Result<Table> 
     let recs: Vec<&SummaryRecord> = dir
         .summary
         .iter()
-        .filter(|r| r.algorithm == "privitp" && &r.reward_model == rm_name)
+        .filter(|r| r.algorithm == PRIVITP && &r.reward_model == rm_name)
         .collect();
     let grid: BTreeSet<usize> = recs.iter().map(|r| r.n).collect();
     let n = o.n.unwrap_or(*grid.iter().next_back().unwrap_or(&1));

@@ -74,6 +74,18 @@ impl AlgorithmKind {
     }
 }
 
+/// The machine names as constants, for comparing result rows
+/// (`r.algorithm == PRIVITP`) and for match patterns; each is its kind's
+/// [`AlgorithmKind::name`].
+pub mod names {
+    use super::AlgorithmKind;
+    pub const BON: &str = AlgorithmKind::Bon.name();
+    pub const PRIVBON: &str = AlgorithmKind::PrivBon.name();
+    pub const PRIVBON_GAUSS: &str = AlgorithmKind::PrivBonGauss.name();
+    pub const ITP: &str = AlgorithmKind::Itp.name();
+    pub const PRIVITP: &str = AlgorithmKind::PrivItp.name();
+}
+
 /// Stream-label tags (see [`Algorithm::stream_label`]): fixed constants,
 /// equal to today's machine names but deliberately separate from them, so
 /// that a renamed result name can never move a random stream.

@@ -208,7 +208,7 @@ fn run_in_pool(exp: &Experiment, o: &ShardOptions, threads: usize) -> Result<Sha
                 .insert(
                     rm.name.clone(),
                     TransformRecord {
-                        kind: format!("{:?}", applied.kind).to_lowercase(),
+                        kind: applied.kind.name().to_string(),
                         lo: applied.lo,
                         hi: applied.hi,
                         r_max: applied.r_max,

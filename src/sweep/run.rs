@@ -345,7 +345,7 @@ fn sweep_in_pool(
             transforms.entry(ds.name.clone()).or_default().insert(
                 rm.name.clone(),
                 TransformRecord {
-                    kind: format!("{:?}", applied.kind).to_lowercase(),
+                    kind: applied.kind.name().to_string(),
                     lo: applied.lo,
                     hi: applied.hi,
                     r_max: applied.r_max,
@@ -353,7 +353,7 @@ fn sweep_in_pool(
                     data_dependent: applied.data_dependent,
                 },
             );
-            let kind = format!("{:?}", applied.kind).to_lowercase();
+            let kind = applied.kind.name();
             let ecfg = exp.engine_config(rm, &pools);
             // Built once per reward model: G tables, nodes, stream ids.
             let plan = Plan::new(&ecfg);
