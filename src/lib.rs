@@ -9,6 +9,7 @@
 pub mod audit;
 pub mod check;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod data;
 pub mod error;

@@ -6,4 +6,5 @@ pub mod figure;
 pub mod format;
 pub mod fsrc;
 pub mod plots;
+pub mod select;
 pub mod tables;

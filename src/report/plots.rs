@@ -9,9 +9,10 @@ use plotters::style::RGBColor;
 use std::path::{Path, PathBuf};
 
 use super::figure::{BarPanel, Figure, HLine, LinePanel, Marker, Panel, Series, Style, XScale};
-use super::tables::{TableOptions, close, display, distinct, ordered, select, settings_text};
+use super::select::{CellSelection, at, close, distinct, need_n, ordered, pick_beta, select};
+use super::tables::{display, settings_text};
 use crate::bail_input;
-use crate::config::{PlotKind, TableKind};
+use crate::config::PlotKind;
 use crate::results::read::{ResultsSet, SummaryRecord};
 use crate::results::summary::mean_se;
 use crate::select::algorithm::AlgorithmKind;
@@ -21,9 +22,8 @@ use crate::select::algorithm::names::{BON, ITP, PRIVBON, PRIVBON_GAUSS, PRIVITP}
 #[derive(Clone, Debug)]
 pub struct PlotOptions {
     pub kind: PlotKind,
-    pub n: Option<usize>,
-    pub sigma: Option<f64>,
-    pub beta: Option<f64>,
+    /// n, σ and β of the cells shown.
+    pub select: CellSelection,
 }
 
 const BLACK: RGBColor = RGBColor(0, 0, 0);
@@ -121,7 +121,7 @@ fn base_line() -> HLine {
 const LIFT: &str = "accuracy lift (percentage points)";
 
 fn scaling(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
-    let sel = select(set, &table_opts(o))?;
+    let sel = select(set, &o.select)?;
     let mut panels = Vec::new();
     for (ds, rm) in panels_keys(&sel.records) {
         for (stat, scale, y_label, what) in [
@@ -175,16 +175,6 @@ fn scaling(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
     ))
 }
 
-fn table_opts(o: &PlotOptions) -> TableOptions {
-    TableOptions {
-        kind: TableKind::Lift,
-        n: o.n,
-        sigma: o.sigma,
-        beta: o.beta,
-        bold_best: false,
-    }
-}
-
 /// LaTeX-free text for titles.
 fn plain(s: &str) -> String {
     s.replace("$\\sigma = ", "σ = ")
@@ -206,25 +196,6 @@ fn figure(title: String, columns: usize, panels: Vec<Panel>) -> Figure {
     }
 }
 
-/// Records of `alg` at n for a (dataset, RM), optionally at one β.
-fn at<'a>(
-    set: &'a ResultsSet,
-    alg: &str,
-    n: usize,
-    key: &(String, String),
-    beta: Option<f64>,
-) -> Vec<&'a SummaryRecord> {
-    set.summary()
-        .filter(|r| {
-            r.algorithm == alg
-                && r.n == n
-                && r.dataset == key.0
-                && r.reward_model == key.1
-                && beta.is_none_or(|b| r.beta.is_some_and(|x| close(x, b)))
-        })
-        .collect()
-}
-
 fn curve(
     records: &[&SummaryRecord],
     x: impl Fn(&SummaryRecord) -> Option<f64>,
@@ -238,76 +209,14 @@ fn curve(
     pts
 }
 
-fn largest_n(set: &ResultsSet, alg: &str) -> Option<usize> {
-    set.summary()
-        .filter(|r| r.algorithm == alg)
-        .map(|r| r.n)
-        .max()
-}
-
-fn need_n(set: &ResultsSet, alg: &str, n: Option<usize>) -> Result<usize> {
-    let grid: Vec<usize> = {
-        let mut g: Vec<usize> = set
-            .summary()
-            .filter(|r| r.algorithm == alg)
-            .map(|r| r.n)
-            .collect();
-        g.sort_unstable();
-        g.dedup();
-        g
-    };
-    if grid.is_empty() {
-        bail_input!(
-            "{}: no {} cells; add algorithms.{alg} to the config",
-            set.names(),
-            display(alg)
-        );
-    }
-    let n = n.or(largest_n(set, alg)).unwrap_or(1);
-    if !grid.contains(&n) {
-        bail_input!(
-            "no {} cells for n = {n} in {}; the sweep's n grid is {}",
-            display(alg),
-            set.names(),
-            grid.iter()
-                .map(|n| n.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    Ok(n)
-}
-
 fn keys_of(set: &ResultsSet, alg: &str) -> Vec<(String, String)> {
     let recs: Vec<&SummaryRecord> = set.summary().filter(|r| r.algorithm == alg).collect();
     panels_keys(&recs)
 }
 
-fn pick_beta(set: &ResultsSet, beta: Option<f64>) -> Result<Option<f64>> {
-    let betas = distinct(
-        set.summary()
-            .filter(|r| r.algorithm == PRIVITP)
-            .filter_map(|r| r.beta),
-    );
-    match (beta, betas.len()) {
-        (_, 0) => Ok(None),
-        (Some(b), _) => Ok(Some(b)),
-        (None, 1) => Ok(Some(betas[0])),
-        (None, _) => bail_input!(
-            "{}: privitp has several settings (β = {}); choose one with --beta (or `beta` in the config's reports entry)",
-            set.names(),
-            betas
-                .iter()
-                .map(|b| b.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
 fn sigma_ablation(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
-    let n = need_n(set, PRIVBON, o.n)?;
-    let beta = pick_beta(set, o.beta)?;
+    let n = need_n(set, PRIVBON, o.select.n)?;
+    let beta = pick_beta(set, o.select.beta)?;
     let mut panels = Vec::new();
     for key in keys_of(set, PRIVBON) {
         let mut series = Vec::new();
@@ -350,7 +259,7 @@ fn beta_ablation(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
     } else {
         ITP
     };
-    let n = need_n(set, alg0, o.n)?;
+    let n = need_n(set, alg0, o.select.n)?;
     let mut panels = Vec::new();
     for key in keys_of(set, alg0) {
         let mut series = Vec::new();
@@ -365,7 +274,7 @@ fn beta_ablation(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
         let privitp = at(set, PRIVITP, n, &key, None);
         let sigmas = distinct(privitp.iter().filter_map(|r| r.sigma));
         for (i, s) in sigmas.iter().enumerate() {
-            if o.sigma.is_some_and(|want| !close(want, *s)) {
+            if o.select.sigma.is_some_and(|want| !close(want, *s)) {
                 continue;
             }
             let recs: Vec<&SummaryRecord> = privitp
@@ -396,8 +305,8 @@ fn beta_ablation(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
 }
 
 fn privacy_utility(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
-    let n = need_n(set, PRIVITP, o.n)?;
-    let beta = pick_beta(set, o.beta)?;
+    let n = need_n(set, PRIVITP, o.select.n)?;
+    let beta = pick_beta(set, o.select.beta)?;
     let mut panels = Vec::new();
     for key in keys_of(set, PRIVITP) {
         let recs = at(set, PRIVITP, n, &key, beta);

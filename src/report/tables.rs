@@ -1,12 +1,8 @@
 //! The paper's tables from results files only (design §11): lift
 //! (`tab:rm_dataset_sweep*`), win rate (`tab:alpaca_eval`), generation cost
 //! (`tab:wall_clock`), privacy budget (`tab:budgets`) and FSRC.
-//!
-//! **Choosing one setting per algorithm.** A results directory may hold
-//! several σ or β values per algorithm (a sweep). A table shows one: the one
-//! selected by `sigma`/`beta` (PrivBoN and PrivITP share σ, ITP and PrivITP
-//! share β, as in the paper), or the only one there is; otherwise it is an
-//! error that lists the values present.
+//! Which setting of each algorithm a table shows is chosen in
+//! [`super::select`], shared with the figures.
 
 use anyhow::Result;
 use std::collections::BTreeSet;
@@ -14,6 +10,7 @@ use std::collections::BTreeSet;
 use super::budget::budget_table_per_sigma;
 use super::format::{Cell, ColumnSpec, Table, latex_escape};
 use super::fsrc::fsrc_table;
+pub(crate) use super::select::{CellSelection, Selection, close, distinct, ordered, select};
 use crate::bail_input;
 use crate::config::TableKind;
 use crate::privacy::accountant::PrivacyParams;
@@ -28,9 +25,9 @@ use crate::select::algorithm::names::{ITP, PRIVBON, PRIVITP};
 pub struct TableOptions {
     pub kind: TableKind,
     /// n of the lift/generation/budget tables (default: the largest n).
-    pub n: Option<usize>,
-    pub sigma: Option<f64>,
-    pub beta: Option<f64>,
+    /// n, σ and β of the cells shown; n of the lift/generation/budget tables
+    /// defaults to the largest n.
+    pub select: CellSelection,
     /// Bold the best value per column (per dataset group).
     pub bold_best: bool,
 }
@@ -41,127 +38,6 @@ pub(crate) fn display(alg: &str) -> &str {
         Some(k) => k.label(),
         None => alg,
     }
-}
-
-/// Whether an algorithm (by result name) has a σ / β parameter.
-pub(crate) fn uses_sigma(alg: &str) -> bool {
-    AlgorithmKind::from_name(alg).is_some_and(AlgorithmKind::is_private)
-}
-
-pub(crate) fn uses_beta(alg: &str) -> bool {
-    AlgorithmKind::from_name(alg).is_some_and(AlgorithmKind::has_beta)
-}
-
-pub(crate) fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
-}
-
-pub(crate) fn distinct(v: impl Iterator<Item = f64>) -> Vec<f64> {
-    let mut out: Vec<f64> = Vec::new();
-    for x in v {
-        if !out.iter().any(|&y| close(x, y)) {
-            out.push(x);
-        }
-    }
-    out.sort_by(f64::total_cmp);
-    out
-}
-
-fn list(v: &[f64]) -> String {
-    v.iter()
-        .map(|x| format!("{x}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// The selected records: for every algorithm present, one (σ, β) setting.
-pub(crate) struct Selection<'a> {
-    pub records: Vec<&'a SummaryRecord>,
-    /// (algorithm, σ, β) chosen.
-    pub chosen: Vec<(String, Option<f64>, Option<f64>)>,
-}
-
-pub(crate) fn select<'a>(set: &'a ResultsSet, o: &TableOptions) -> Result<Selection<'a>> {
-    let mut records = Vec::new();
-    let mut chosen = Vec::new();
-    for alg in AlgorithmKind::ALL.map(AlgorithmKind::name) {
-        let rows: Vec<&SummaryRecord> = set.summary().filter(|r| r.algorithm == alg).collect();
-        if rows.is_empty() {
-            continue;
-        }
-        let pick = |name: &str,
-                    flag: &str,
-                    want: Option<f64>,
-                    vals: Vec<f64>|
-         -> Result<Option<f64>> {
-            match (want, vals.len()) {
-                (_, 0) => Ok(None),
-                (Some(w), _) => {
-                    if vals.iter().any(|&v| close(v, w)) {
-                        Ok(Some(w))
-                    } else {
-                        bail_input!(
-                            "{}: no {alg} cells with {name} = {w}; the results have {name} = {}",
-                            set.names(),
-                            list(&vals)
-                        )
-                    }
-                }
-                (None, 1) => Ok(Some(vals[0])),
-                (None, _) => bail_input!(
-                    "{}: {alg} has several settings ({name} = {}); choose one with {flag} (or `{}` in the config's reports entry)",
-                    set.names(),
-                    list(&vals),
-                    flag.trim_start_matches('-')
-                ),
-            }
-        };
-        let sigma = if uses_sigma(alg) {
-            pick(
-                "σ",
-                "--sigma",
-                o.sigma,
-                distinct(rows.iter().filter_map(|r| r.sigma)),
-            )?
-        } else {
-            None
-        };
-        let beta = if uses_beta(alg) {
-            pick(
-                "β",
-                "--beta",
-                o.beta,
-                distinct(rows.iter().filter_map(|r| r.beta)),
-            )?
-        } else {
-            None
-        };
-        let same = |a: Option<f64>, b: Option<f64>| match (a, b) {
-            (Some(x), Some(y)) => close(x, y),
-            (None, None) => true,
-            _ => false,
-        };
-        records.extend(
-            rows.into_iter()
-                .filter(|r| same(r.sigma, sigma) && same(r.beta, beta)),
-        );
-        chosen.push((alg.to_string(), sigma, beta));
-    }
-    if records.is_empty() {
-        bail_input!("{}: the summary has no rows", set.names());
-    }
-    Ok(Selection { records, chosen })
-}
-
-/// The distinct items of `v` in order of first appearance.
-pub(crate) fn ordered<T: PartialEq>(v: impl Iterator<Item = T>) -> Vec<T> {
-    let mut out: Vec<T> = Vec::new();
-    for x in v {
-        if !out.contains(&x) {
-            out.push(x);
-        }
-    }
-    out
 }
 
 /// The n to report: the requested one (which every algorithm must have) or
@@ -250,8 +126,8 @@ fn bold_best(t: &mut Table, groups: &[(usize, usize)], first_value_col: usize) {
 /// The lift table: dataset × algorithm rows (ITP last, set apart as the
 /// non-private skyline), reward-model columns, lift in points at n.
 pub fn lift_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
-    let sel = select(set, o)?;
-    let n = choose_n(set, &sel, o.n)?;
+    let sel = select(set, &o.select)?;
+    let n = choose_n(set, &sel, o.select.n)?;
     let datasets = ordered(sel.records.iter().map(|r| r.dataset.as_str()));
     let rms = ordered(sel.records.iter().map(|r| r.reward_model.as_str()));
     let mut columns = vec![
@@ -325,10 +201,10 @@ pub fn lift_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
 /// The win-rate table: (reward model, n) rows, algorithm columns, gold win
 /// rate (%) against a fresh base-policy draw.
 pub fn winrate_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
-    let sel = select(set, o)?;
+    let sel = select(set, &o.select)?;
     let datasets = ordered(sel.records.iter().map(|r| r.dataset.as_str()));
     let rms = ordered(sel.records.iter().map(|r| r.reward_model.as_str()));
-    let ns: BTreeSet<usize> = match o.n {
+    let ns: BTreeSet<usize> = match o.select.n {
         Some(n) => [choose_n(set, &sel, Some(n))?].into(),
         None => sel.records.iter().map(|r| r.n).collect(),
     };
@@ -410,8 +286,8 @@ pub fn winrate_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
 /// times — expected seconds per query, E[#generated] × mean seconds per
 /// response (Wald's identity, taking generation time independent of reward).
 pub fn generation_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
-    let sel = select(set, o)?;
-    let n = choose_n(set, &sel, o.n)?;
+    let sel = select(set, &o.select)?;
+    let n = choose_n(set, &sel, o.select.n)?;
     for need in [PRIVBON, PRIVITP] {
         if !sel.chosen.iter().any(|c| c.0 == need) {
             bail_input!(
@@ -530,7 +406,7 @@ pub fn budget_from_results(set: &ResultsSet, o: &TableOptions) -> Result<Table> 
         .filter(|r| r.algorithm == PRIVITP && &r.reward_model == rm_name)
         .collect();
     let grid: BTreeSet<usize> = recs.iter().map(|r| r.n).collect();
-    let n = o.n.unwrap_or(*grid.iter().next_back().unwrap_or(&1));
+    let n = o.select.n.unwrap_or(*grid.iter().next_back().unwrap_or(&1));
     let sigmas = distinct(recs.iter().filter(|r| r.n == n).filter_map(|r| r.sigma));
     if sigmas.is_empty() {
         bail_input!(
