@@ -91,7 +91,7 @@ mod oracle {
                 items: Vec::new(),
             };
             for (k, alg) in cfg.algorithms.iter().enumerate() {
-                let mut coins = key.rng(rep, StreamUse::Mechanism(alg.mechanism_stream()));
+                let mut coins = key.rng(rep, StreamUse::Mechanism(mechanism_stream(alg)));
                 let m = match *alg {
                     Algorithm::Bon => {
                         let best = rewards.iter().copied().fold(f64::NEG_INFINITY, f64::max);

@@ -31,6 +31,7 @@ pub mod view;
 use serde::{Deserialize, Serialize};
 
 use crate::privacy::accountant::PrivacyParams;
+use crate::select::algorithm::split_sigma;
 
 /// The audited mechanisms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -103,10 +104,8 @@ pub struct AuditSetting {
 impl AuditSetting {
     /// PrivITP's (σ_X, σ_Z).
     pub fn split(&self) -> (f64, f64) {
-        (
-            self.sigma_x.unwrap_or(self.sigma / 2.0),
-            self.sigma_z.unwrap_or(self.sigma / 2.0),
-        )
+        let (sx, sz) = split_sigma(self.sigma);
+        (self.sigma_x.unwrap_or(sx), self.sigma_z.unwrap_or(sz))
     }
 }
 

@@ -10,9 +10,10 @@ use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
 
 use crate::config::Experiment;
+use crate::fsutil::StagedDir;
 use crate::fsutil::write_atomic;
 use crate::report::format::{Cell, ColumnSpec, Table};
-use crate::report::tables::ordered;
+use crate::report::select::ordered;
 use crate::results::read::{ResultsSet, read_results_set};
 use crate::select::algorithm::names::{BON, PRIVBON, PRIVITP};
 use crate::sweep::run::{SweepOptions, sweep};
@@ -31,13 +32,18 @@ pub struct CheckOptions {
 }
 
 /// Rerun the sweep recorded in `dir`'s manifest (its resolved config) into a
-/// scratch directory, leaving `dir` untouched.
-fn recompute(dir: &Path, threads: Option<usize>) -> Result<(ResultsSet, tempfile_dir::Scratch)> {
+/// scratch directory, leaving `dir` untouched. The scratch directory is a
+/// staged directory that is never committed, so dropping it (after the
+/// comparison, or on any error) removes it.
+fn recompute(dir: &Path, threads: Option<usize>) -> Result<(ResultsSet, StagedDir)> {
     let set = read_results_set(&[dir.to_path_buf()])?;
     let m = &set.dirs[0].manifest;
     let config_path = integrity::locate_config(dir, &m.config_path);
     let exp = Experiment::resolve(m.config.clone(), &config_path)?;
-    let scratch = tempfile_dir::Scratch::new()?;
+    let scratch = StagedDir::new(
+        &std::env::temp_dir().join(format!("privalign-check-{}", std::process::id())),
+        true,
+    )?;
     eprintln!(
         "check: recomputing {} from {} into {}",
         dir.display(),
@@ -54,35 +60,6 @@ fn recompute(dir: &Path, threads: Option<usize>) -> Result<(ResultsSet, tempfile
         },
     )?;
     Ok((read_results_set(&[scratch.path().to_path_buf()])?, scratch))
-}
-
-/// A scratch directory removed on drop (std only; no tempfile at run time).
-mod tempfile_dir {
-    use anyhow::{Context, Result};
-    use std::path::{Path, PathBuf};
-
-    pub struct Scratch(PathBuf);
-
-    impl Scratch {
-        pub fn new() -> Result<Self> {
-            let p = std::env::temp_dir().join(format!("privalign-check-{}", std::process::id()));
-            if p.exists() {
-                std::fs::remove_dir_all(&p).ok();
-            }
-            std::fs::create_dir_all(&p).with_context(|| format!("creating {}", p.display()))?;
-            Ok(Self(p))
-        }
-
-        pub fn path(&self) -> &Path {
-            &self.0
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
 }
 
 fn tol_text(t: Tolerance) -> String {

@@ -79,11 +79,7 @@ pub fn expand_algorithms(a: &AlgorithmsSpec) -> Vec<Algorithm> {
         }));
     }
     if let Some(p) = &a.privitp {
-        let pairs: Vec<(f64, f64)> = match (&p.split, &p.sigma) {
-            (SplitSpec::Explicit { sigma_x, sigma_z }, _) => vec![(*sigma_x, *sigma_z)],
-            (SplitSpec::Half, Some(s)) => s.iter().map(|&s| (s / 2.0, s / 2.0)).collect(),
-            (SplitSpec::Half, None) => Vec::new(),
-        };
+        let pairs = p.split.pairs(p.sigma.as_deref());
         for (sigma_x, sigma_z) in pairs {
             for &beta in &p.beta {
                 out.push(Algorithm::PrivItp(PrivItpParams {

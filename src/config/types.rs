@@ -7,6 +7,8 @@
 //! the sound analytic-Gaussian ε₁.
 
 use serde::{Deserialize, Serialize};
+
+use crate::select::algorithm::split_sigma;
 use std::collections::BTreeMap;
 
 use super::grid::NGrid;
@@ -370,6 +372,18 @@ pub enum SplitSpec {
     Explicit { sigma_x: f64, sigma_z: f64 },
 }
 
+impl SplitSpec {
+    /// PrivITP's (σ_X, σ_Z) pairs: the explicit pair, or each total σ split
+    /// by [`split_sigma`] (none without a `sigma` list).
+    pub fn pairs(&self, sigma: Option<&[f64]>) -> Vec<(f64, f64)> {
+        match (self, sigma) {
+            (SplitSpec::Explicit { sigma_x, sigma_z }, _) => vec![(*sigma_x, *sigma_z)],
+            (SplitSpec::Half, Some(s)) => s.iter().map(|&s| split_sigma(s)).collect(),
+            (SplitSpec::Half, None) => Vec::new(),
+        }
+    }
+}
+
 #[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct SplitPair {
@@ -454,11 +468,7 @@ fn default_fsrc_seeds() -> usize {
 impl FsrcSpec {
     /// The (σ_X, σ_Z) pairs of the section, in `sigma` order.
     pub fn sigma_pairs(&self) -> Vec<(f64, f64)> {
-        match (&self.split, &self.sigma) {
-            (SplitSpec::Explicit { sigma_x, sigma_z }, _) => vec![(*sigma_x, *sigma_z)],
-            (SplitSpec::Half, Some(s)) => s.iter().map(|&s| (s / 2.0, s / 2.0)).collect(),
-            (SplitSpec::Half, None) => Vec::new(),
-        }
+        self.split.pairs(self.sigma.as_deref())
     }
 
     /// The sampling FSRC's queries use.
