@@ -31,7 +31,7 @@ pub mod view;
 use serde::{Deserialize, Serialize};
 
 use crate::privacy::accountant::PrivacyParams;
-use crate::select::algorithm::split_sigma;
+use crate::select::algorithm::{AlgorithmKind, split_sigma};
 
 /// The audited mechanisms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -50,9 +50,9 @@ pub enum Mechanism {
 impl Mechanism {
     pub fn name(self) -> &'static str {
         match self {
-            Mechanism::Privbon => "privbon",
-            Mechanism::PrivbonGauss => "privbon-gauss",
-            Mechanism::Privitp => "privitp",
+            Mechanism::Privbon => AlgorithmKind::PrivBon.cli_name(),
+            Mechanism::PrivbonGauss => AlgorithmKind::PrivBonGauss.cli_name(),
+            Mechanism::Privitp => AlgorithmKind::PrivItp.cli_name(),
             Mechanism::Fsrc => "fsrc",
         }
     }

@@ -55,6 +55,15 @@ impl AlgorithmKind {
         }
     }
 
+    /// The command-line spelling (`privalign audit --mechanism`, audit.json):
+    /// the machine name with `-` for `_`, as clap spells its values.
+    pub const fn cli_name(self) -> &'static str {
+        match self {
+            AlgorithmKind::PrivBonGauss => "privbon-gauss",
+            k => k.name(),
+        }
+    }
+
     /// The kind a result file's `algorithm` column names.
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.name() == name)

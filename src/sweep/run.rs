@@ -417,12 +417,7 @@ fn sweep_in_pool(
                     }
                 }
                 cells += chunk.rows();
-                summary.extend(summarise(
-                    &chunk,
-                    &rm.privacy,
-                    &kind,
-                    applied.data_dependent,
-                ));
+                summary.extend(summarise(&chunk, &rm.privacy, kind, applied.data_dependent));
                 chunk_files.push(file);
             }
             t_run += t.elapsed().as_secs_f64();
