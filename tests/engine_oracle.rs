@@ -8,12 +8,12 @@
 //! replacement, an explicit σ_X/σ_Z split, nodes with βM ≤ 0, and equal node
 //! weights (under Gauss–Hermite weights the outer nodes' errors hide).
 
+use privalign::math::quadrature::gauss_hermite_normal;
 use privalign::privacy::accountant::{Phase2Terms, privbon_gumbel_eps};
 use privalign::select::itp::{ItpAcceptance, PrivItpAcceptance};
 use privalign::select::lambda::solve_lambda;
 use privalign::select::pool::{Pool, Values};
 use privalign::select::privbon::softmax_weights;
-use privalign::select::quadrature::gauss_hermite_normal;
 use privalign::select::rejection::{RejectionOutcome, rejection_conditional, rejection_sampled};
 use privalign::sweep::engine::*;
 use privalign::sweep::seed::{StreamKey, StreamUse};
@@ -91,7 +91,7 @@ mod oracle {
                 items: Vec::new(),
             };
             for (k, alg) in cfg.algorithms.iter().enumerate() {
-                let mut coins = key.rng(rep, StreamUse::Mechanism(alg.mechanism_stream()));
+                let mut coins = key.rng(rep, StreamUse::Mechanism(mechanism_stream(alg)));
                 let m = match *alg {
                     Algorithm::Bon => {
                         let best = rewards.iter().copied().fold(f64::NEG_INFINITY, f64::max);

@@ -7,16 +7,15 @@ use anyhow::Result;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use super::plan::{EngineConfig, Estimator, LambdaNoise, Sampling};
 use super::types::*;
 use crate::data::prepared::{DatasetManifest, load_manifest};
 use crate::error::input_error;
 use crate::privacy::accountant::PrivacyParams;
+use crate::select::algorithm::{Algorithm, Batches, PrivItpParams};
 use crate::select::pool::Values;
 use crate::select::reference_scripts::{
     Acceptance, Conventions, Envelope, Fallback, ItpConventions, PrivItpConventions,
-};
-use crate::sweep::engine::{
-    Algorithm, Batches, EngineConfig, Estimator, LambdaNoise, PrivItpParams, Sampling,
 };
 
 /// A dataset of the experiment.
@@ -80,11 +79,7 @@ pub fn expand_algorithms(a: &AlgorithmsSpec) -> Vec<Algorithm> {
         }));
     }
     if let Some(p) = &a.privitp {
-        let pairs: Vec<(f64, f64)> = match (&p.split, &p.sigma) {
-            (SplitSpec::Explicit { sigma_x, sigma_z }, _) => vec![(*sigma_x, *sigma_z)],
-            (SplitSpec::Half, Some(s)) => s.iter().map(|&s| (s / 2.0, s / 2.0)).collect(),
-            (SplitSpec::Half, None) => Vec::new(),
-        };
+        let pairs = p.split.pairs(p.sigma.as_deref());
         for (sigma_x, sigma_z) in pairs {
             for &beta in &p.beta {
                 out.push(Algorithm::PrivItp(PrivItpParams {

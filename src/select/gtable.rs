@@ -31,7 +31,7 @@
 //! node's expansion at the same offset δ: the nodes are evaluated as SIMD
 //! lanes with no per-lane table lookup.
 
-use crate::privacy::normal;
+use crate::math::normal;
 
 /// Grid step of both tables.
 pub const STEP: f64 = 1.0 / 64.0;

@@ -29,6 +29,7 @@ use super::units::{Unit, UnitKind, units};
 use crate::bail_input;
 use crate::config::Experiment;
 use crate::data::open::open_reader;
+use crate::fsutil::lock::ResultsLock;
 use crate::fsutil::write_atomic;
 use crate::results::fsrc::fsrc_frame;
 use crate::results::manifest::TransformRecord;
@@ -37,7 +38,6 @@ use crate::sweep::blocks::{
     all_pools, block_file_name, content_sha256, prepare_reward_model, read_block, run_blocks,
     write_block,
 };
-use crate::sweep::lock::ResultsLock;
 use crate::sweep::run::{config_hash, fsrc_rows, host};
 
 /// Options of one shard run.
@@ -136,7 +136,7 @@ fn run_in_pool(exp: &Experiment, o: &ShardOptions, threads: usize) -> Result<Sha
     }
     fs::create_dir_all(&o.out).with_context(|| format!("creating {}", o.out.display()))?;
     // One writer per shard directory; a requeued Slurm task takes over the
-    // lock its earlier incarnation left (crate::sweep::lock).
+    // lock its earlier incarnation left (crate::fsutil::lock).
     let _lock = ResultsLock::acquire(&o.out, "sweep --shard")?;
     if let Some(m) = prepare_dir(o, &hash)? {
         return Ok(ShardOutcome {
@@ -217,7 +217,7 @@ fn run_in_pool(exp: &Experiment, o: &ShardOptions, threads: usize) -> Result<Sha
             .insert(
                 rm.name.clone(),
                 TransformRecord {
-                    kind: format!("{:?}", applied.kind).to_lowercase(),
+                    kind: applied.kind.name().to_string(),
                     lo: applied.lo,
                     hi: applied.hi,
                     r_max: applied.r_max,

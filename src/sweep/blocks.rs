@@ -113,7 +113,7 @@ pub fn applied_transform(ds: &ResolvedDataset, rm: &RewardModel) -> Result<Appli
     let stats = ds.manifest.transform_stats.get(&rm.name).ok_or_else(|| {
         input_error(format!(
             "{}: records no transform statistics for reward model `{}` (written by an older privalign); re-run `privalign ingest`",
-            ds.dir.join(crate::data::prepared::MANIFEST_FILE).display(),
+            ds.dir.join(crate::data::prepared::DATASET_MANIFEST_FILE).display(),
             rm.name
         ))
     })?;

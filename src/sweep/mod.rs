@@ -12,7 +12,6 @@ pub mod blocks;
 pub mod conventions;
 pub mod engine;
 pub mod fsrc;
-pub mod lock;
 pub mod run;
 pub mod seed;
 pub mod staging;

@@ -309,7 +309,7 @@ fn sweep_in_pool(
             transforms.entry(ds.name.clone()).or_default().insert(
                 rm.name.clone(),
                 TransformRecord {
-                    kind: format!("{:?}", applied.kind).to_lowercase(),
+                    kind: applied.kind.name().to_string(),
                     lo: applied.lo,
                     hi: applied.hi,
                     r_max: applied.r_max,

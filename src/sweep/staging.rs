@@ -33,8 +33,8 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::lock::ResultsLock;
 use crate::error::input_error;
+use crate::fsutil::lock::ResultsLock;
 use crate::fsutil::write_atomic;
 use crate::results::manifest::{MANIFEST_FILE, ResultsManifest};
 

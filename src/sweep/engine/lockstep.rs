@@ -33,8 +33,8 @@
 use super::draw::Candidates;
 use super::prep::WalkItem;
 use super::{Metrics, Plan, PrivItpParams};
+use crate::math::normal;
 use crate::privacy::accountant::Phase2Terms;
-use crate::privacy::normal;
 use crate::select::gtable::{GROUP, GroupCoeffs, ShiftedGTable};
 use crate::select::itp::PrivItpAcceptance;
 use crate::select::pool::{Pool, Values};

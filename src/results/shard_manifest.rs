@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::manifest::TransformRecord;
 use crate::bail_input;
 use crate::config::ExperimentConfig;
-use crate::results::manifest::TransformRecord;
 
 pub const SHARD_MANIFEST: &str = "shard.yaml";
 /// The `format` key of a shard manifest; a different value is refused.
