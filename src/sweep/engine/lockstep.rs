@@ -504,9 +504,9 @@ impl Lanes for Scalar {
     }
     #[inline(always)]
     unsafe fn fold4<const FIRST: bool>(self, q: &mut [f64; 4]) {
-        for l in 0..4 {
-            let lo = if FIRST { self.0[l] } else { q[l] + self.0[l] };
-            q[l] = lo + self.0[l + 4];
+        for (l, ql) in q.iter_mut().enumerate() {
+            let lo = if FIRST { self.0[l] } else { *ql + self.0[l] };
+            *ql = lo + self.0[l + 4];
         }
     }
 }
