@@ -39,7 +39,7 @@ use crate::data::cols;
 use crate::data::reader::{DatasetReader, Window};
 use crate::error::input_error;
 use crate::results::cells::Chunk;
-use crate::results::parquet_io::{f64_column, read_frame, write_frames};
+use crate::results::parquet_io::{f64_column, read_frame, write_frames, write_frames_scratch};
 use crate::results::summary::{SummaryRow, summarise};
 use crate::select::pool::{Pool, Values};
 use crate::select::reference_scripts::Fallback;
@@ -362,7 +362,7 @@ pub fn compute_blocks(
 pub fn write_block(path: &Path, chunks: &[Chunk]) -> Result<()> {
     let frames: Vec<_> = chunks.iter().map(Chunk::to_frame).collect::<Result<_>>()?;
     let schema = frames[0].schema().as_ref().clone();
-    write_frames(path, &schema, frames.into_iter().map(Ok))
+    write_frames_scratch(path, &schema, frames.into_iter().map(Ok))
 }
 
 /// Read back block `b`'s file, checking every key against the config and
