@@ -285,7 +285,7 @@ fn copy_dir(from: &Path, to: &Path) {
 /// prompts, is off here; with it the FSRC shard reads its reward model whole.)
 #[test]
 fn each_shard_reads_only_its_own_blocks() {
-    let reader = privalign::data::reader::DatasetReader::open(&demo_prepared()).unwrap();
+    let reader = privalign::data::reader::DatasetReader::open(demo_prepared()).unwrap();
     let n = 4;
     let mut total = 0u64;
     for k in 0..n {
