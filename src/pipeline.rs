@@ -2,7 +2,7 @@
 //! `sweep`, `results` and `report`: load and resolve the config, run, write,
 //! say what was written.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
 use crate::config::hash::{cells_hash, config_hash};
@@ -237,12 +237,43 @@ pub fn reproduce(o: &ExperimentOptions) -> Result<()> {
         let name = png.file_name().unwrap_or_default().to_string_lossy();
         wrote.push(format!("plots/{name} (+ .svg)"));
     }
+    record_reports(&outcome.out, &staged)?;
     staging.commit()?;
     print_outcome(&outcome)?;
     for w in wrote {
         crate::outln!("wrote {}", outcome.out.join(w).display())?;
     }
     Ok(())
+}
+
+/// List every table and plot staged in `staged` (with its SHA-256) in the
+/// staged manifest — the results' own when they were up to date — so what
+/// privalign owns under `tables/` and `plots/` is a record, not a naming rule.
+fn record_reports(out: &std::path::Path, staged: &std::path::Path) -> Result<()> {
+    let staged_manifest = staged.join(MANIFEST_FILE);
+    let from = if staged_manifest.exists() {
+        staged_manifest.clone()
+    } else {
+        out.join(MANIFEST_FILE)
+    };
+    let mut m: crate::results::manifest::ResultsManifest =
+        yaml_serde::from_str(&std::fs::read_to_string(&from)?)
+            .with_context(|| format!("reading {}", from.display()))?;
+    let mut reports = std::collections::BTreeMap::new();
+    for dir in crate::sweep::staging::REPORT_DIRS {
+        let Ok(entries) = std::fs::read_dir(staged.join(dir)) else {
+            continue;
+        };
+        for e in entries {
+            let e = e?;
+            if e.file_type()?.is_file() {
+                let rel = format!("{dir}/{}", e.file_name().to_string_lossy());
+                reports.insert(rel, crate::fsutil::sha256_file(&e.path())?);
+            }
+        }
+    }
+    m.reports = Some(reports);
+    crate::fsutil::write_atomic(&staged_manifest, yaml_serde::to_string(&m)?.as_bytes())
 }
 
 /// `privalign sweep --shard K/N`: one shard of the sweep into `--out`

@@ -364,3 +364,56 @@ fn fsrc_command_prints_the_table_and_answers_more_than_basic_composition() {
     }
     assert!(out.join("fsrc.parquet").exists());
 }
+
+/// What privalign owns under tables/ and plots/ is what the manifest lists:
+/// reproduce records its reports (and `check` verifies them); a user's file
+/// there survives a re-run; a plain sweep removes the old reports (they
+/// describe the old results) but not the user's file.
+#[test]
+fn reports_are_owned_by_record_not_by_name() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = small_config(d.path(), "[2, 16]", 2);
+    let out = d.path().join("out");
+    let reproduce = || {
+        run(&[
+            "reproduce",
+            "--no-progress",
+            cfg.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    ok(&reproduce());
+    let text = std::fs::read_to_string(out.join("manifest.yaml")).unwrap();
+    let m: yaml_serde::Value = yaml_serde::from_str(&text).unwrap();
+    let reports = m["reports"]
+        .as_mapping()
+        .expect("reproduce lists its reports");
+    assert!(reports.contains_key("tables/lift.tex") && reports.contains_key("plots/scaling.png"));
+    // A user's own notes beside the tables: a re-run leaves them alone.
+    let mine = out.join("tables/my-notes.md");
+    std::fs::write(&mine, "mine").unwrap();
+    ok(&reproduce());
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "mine");
+    // check verifies the listed reports: an edited table fails it.
+    let tex = out.join("tables/lift.tex");
+    let orig = std::fs::read(&tex).unwrap();
+    std::fs::write(&tex, b"edited").unwrap();
+    let o = run(&["check", out.to_str().unwrap()]);
+    assert_ne!(o.status.code(), Some(0), "an edited table must fail check");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("lift.tex"));
+    std::fs::write(&tex, orig).unwrap();
+    // A plain sweep: the old reports go, the user's file stays.
+    ok(&run(&[
+        "sweep",
+        "--no-progress",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    assert!(
+        !out.join("tables/lift.tex").exists(),
+        "stale table left beside new results"
+    );
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "mine");
+}

@@ -27,7 +27,7 @@ pub struct Verified {
 /// every problem when it does not hold).
 pub fn verify(dir: &Path, m: &ResultsManifest) -> Result<Verified> {
     let mut problems = Vec::new();
-    for (f, sha) in &m.files {
+    for (f, sha) in m.listed_files() {
         let p = dir.join(f);
         if !p.exists() {
             problems.push(format!(
@@ -77,7 +77,7 @@ pub fn verify(dir: &Path, m: &ResultsManifest) -> Result<Verified> {
         );
     }
     Ok(Verified {
-        files: m.files.len(),
+        files: m.listed_files().count(),
         config_hash: same_version,
     })
 }

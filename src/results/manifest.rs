@@ -39,6 +39,20 @@ pub struct ResultsManifest {
     /// merged from (absent for a one-machine sweep).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged_shards: Option<usize>,
+    /// Set by `privalign reproduce`: SHA-256 of each table and plot it wrote
+    /// (paths relative to the results directory). What privalign may replace
+    /// or remove under `tables/` and `plots/` is exactly what this lists;
+    /// `check` verifies them like the result files. Absent in manifests of a
+    /// plain `sweep` (no reports) and of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reports: Option<BTreeMap<String, String>>,
+}
+
+impl ResultsManifest {
+    /// Every file the manifest vouches for: result files, then reports.
+    pub fn listed_files(&self) -> impl Iterator<Item = (&String, &String)> {
+        self.files.iter().chain(self.reports.iter().flatten())
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -120,7 +120,11 @@ mod tests {
     /// The counting path for binary values agrees bit for bit with the sort.
     #[test]
     fn binary_mid_ranks_match_the_sorted_path() {
-        for xs in [vec![0.0, 1.0, 1.0, 0.0, 1.0], vec![1.0; 7], vec![0.0, -0.0, 1.0]] {
+        for xs in [
+            vec![0.0, 1.0, 1.0, 0.0, 1.0],
+            vec![1.0; 7],
+            vec![0.0, -0.0, 1.0],
+        ] {
             let mut with_half = xs.clone();
             with_half.push(0.5);
             let fast = mid_ranks(&xs);

@@ -242,6 +242,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
         computed_chunks: set.shards.iter().map(|(_, m)| m.computed_units).sum(),
         files: hashes,
         merged_shards: Some(n),
+        reports: None,
     };
     write_atomic(
         &dir.join(MANIFEST_FILE),

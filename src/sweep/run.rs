@@ -428,6 +428,7 @@ fn sweep_in_pool(
         computed_chunks: computed,
         files,
         merged_shards: None,
+        reports: None,
     };
     write_atomic(
         &res.join(MANIFEST_FILE),

@@ -97,6 +97,12 @@ pub fn owned(rel: &str, manifest: Option<&ResultsManifest>) -> bool {
     if rel == MANIFEST_FILE || m.files.contains_key(rel) {
         return true;
     }
+    if let Some(reports) = &m.reports {
+        // Written by a version that records its reports: exactly those.
+        return reports.contains_key(rel);
+    }
+    // Manifests of older versions did not list reports: privalign's report
+    // names (tables/*.tex|md, plots/*.png|svg) are taken as its own.
     match rel.split_once('/') {
         Some((dir, file)) if REPORT_DIRS.contains(&dir) && !file.contains('/') => {
             let ext = Path::new(file)
@@ -272,8 +278,10 @@ impl Staging {
                         .context("reading the new manifest")?,
                 )
                 .context("parsing the new manifest")?;
-                let keep: BTreeSet<&String> = next.files.keys().collect();
-                for f in m.files.keys().filter(|f| !keep.contains(f)) {
+                // Old reports go too unless rewritten: a table of the old
+                // results beside new results would mislead.
+                let keep: BTreeSet<&String> = next.listed_files().map(|(f, _)| f).collect();
+                for (f, _) in m.listed_files().filter(|(f, _)| !keep.contains(f)) {
                     remove_if_exists(&self.out.join(f))?;
                 }
             }
