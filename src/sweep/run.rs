@@ -298,73 +298,81 @@ fn sweep_in_pool(
 
     for (di, ds) in exp.datasets.iter().enumerate() {
         let reader = &readers[di];
-        let t = Instant::now();
-        gen_seconds.push(gen_seconds_mean(ds, reader)?);
-        t_load += t.elapsed().as_secs_f64();
-        for (ri, rm) in exp.reward_models.iter().enumerate() {
-            let t = Instant::now();
-            let run = prepare_reward_model(exp, ds, reader, rm)?;
-            t_load += t.elapsed().as_secs_f64();
-            let applied = &run.applied;
-            transforms.entry(ds.name.clone()).or_default().insert(
-                rm.name.clone(),
-                TransformRecord {
-                    kind: applied.kind.name().to_string(),
-                    lo: applied.lo,
-                    hi: applied.hi,
-                    r_max: applied.r_max,
-                    delta_r: rm.privacy.delta_r,
-                    data_dependent: applied.data_dependent,
-                },
-            );
-            rep.stage(format!(
-                "dataset `{}`, reward model `{}`: {} n × {} prompts × {} algorithm settings",
-                ds.name,
-                rm.name,
-                exp.n_values.len(),
-                reader.prompts(),
-                algs
-            ));
-            // Blocks already on disk from an interrupted run of this config.
-            let nblocks = reader.blocks.len();
-            let mut todo = Vec::with_capacity(nblocks);
-            for b in 0..nblocks {
-                let file = block_path(di, ri, b);
-                let reusable = opts.resume
-                    && file.exists()
-                    && match read_block(&file, exp, ds, rm, reader, b) {
-                        Ok(_) => true,
-                        Err(e) => {
-                            rep.stage(format!("recomputing {} ({e:#})", file.display()));
-                            false
-                        }
-                    };
-                if reusable {
-                    resumed += 1;
-                    rep.bar.inc(
-                        reader.blocks[b].prompts.len() as u64 * exp.n_values.len() as u64 * algs,
-                    );
-                } else {
-                    todo.push(b);
+        // The mean generation time is one pass over a column: a task of its
+        // own, overlapping the reward models' work.
+        let mut gen_mean: Option<Result<Option<f64>>> = None;
+        let done: Result<()> = rayon::scope(|scope| {
+            scope.spawn(|_| gen_mean = Some(gen_seconds_mean(ds, reader)));
+            for (ri, rm) in exp.reward_models.iter().enumerate() {
+                let t = Instant::now();
+                let run = prepare_reward_model(exp, ds, reader, rm)?;
+                t_load += t.elapsed().as_secs_f64();
+                let applied = &run.applied;
+                transforms.entry(ds.name.clone()).or_default().insert(
+                    rm.name.clone(),
+                    TransformRecord {
+                        kind: applied.kind.name().to_string(),
+                        lo: applied.lo,
+                        hi: applied.hi,
+                        r_max: applied.r_max,
+                        delta_r: rm.privacy.delta_r,
+                        data_dependent: applied.data_dependent,
+                    },
+                );
+                rep.stage(format!(
+                    "dataset `{}`, reward model `{}`: {} n × {} prompts × {} algorithm settings",
+                    ds.name,
+                    rm.name,
+                    exp.n_values.len(),
+                    reader.prompts(),
+                    algs
+                ));
+                // Blocks already on disk from an interrupted run of this config.
+                let nblocks = reader.blocks.len();
+                let mut todo = Vec::with_capacity(nblocks);
+                for b in 0..nblocks {
+                    let file = block_path(di, ri, b);
+                    let reusable = opts.resume
+                        && file.exists()
+                        && match read_block(&file, exp, ds, rm, reader, b) {
+                            Ok(_) => true,
+                            Err(e) => {
+                                rep.stage(format!("recomputing {} ({e:#})", file.display()));
+                                false
+                            }
+                        };
+                    if reusable {
+                        resumed += 1;
+                        rep.bar.inc(
+                            reader.blocks[b].prompts.len() as u64
+                                * exp.n_values.len() as u64
+                                * algs,
+                        );
+                    } else {
+                        todo.push(b);
+                    }
+                }
+                let write = |b: usize, c: &[crate::results::cells::Chunk]| {
+                    write_block(&block_path(di, ri, b), c)
+                };
+                let (read, total) =
+                    run_blocks(exp, ds, rm, reader, &run, &todo, threads, &write, &|c| {
+                        rep.bar.inc(c)
+                    })?;
+                computed += todo.len();
+                t_load += read;
+                t_run += total - read;
+                if fsrc_wanted(exp, ri) {
+                    let t = Instant::now();
+                    let pools = all_pools(ds, reader, rm, applied)?;
+                    fsrc.extend(fsrc_rows(exp, ds, rm, &pools));
+                    t_fsrc += t.elapsed().as_secs_f64();
                 }
             }
-            let write = |b: usize, c: &[crate::results::cells::Chunk]| {
-                write_block(&block_path(di, ri, b), c)
-            };
-            let (read, total) =
-                run_blocks(exp, ds, rm, reader, &run, &todo, threads, &write, &|c| {
-                    rep.bar.inc(c)
-                })?;
-            computed += todo.len();
-            t_load += read;
-            t_run += total - read;
-            if fsrc_wanted(exp, ri) {
-                let t = Instant::now();
-                let pools = all_pools(ds, reader, rm, applied)?;
-                fsrc.extend(fsrc_rows(exp, ds, rm, &pools));
-                t_fsrc += t.elapsed().as_secs_f64();
-            }
-        }
+            Ok(())
+        });
+        done?;
+        gen_seconds.push(gen_mean.expect("the scope ran the task")?);
     }
     rep.bar.finish_and_clear();
     stages.insert("load_and_transform".into(), t_load);
