@@ -35,6 +35,7 @@ mod reference_scripts;
 mod safety;
 mod shard;
 mod slurm_real;
+mod source_rules;
 mod sweep;
 mod synth;
 mod tables;
