@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A one-node Slurm cluster on this machine, for trying `privalign slurm` and for
-# its real-Slurm test (tests/slurm_real.rs, run by .ci/run).
+# its real-Slurm test (tests/it/slurm_real.rs, run by .ci/run).
 #
 #   scripts/slurm-local.sh start    install what is missing, write slurm.conf, start
 #                                   munged, slurmctld and slurmd, wait until the node is idle

@@ -17,6 +17,7 @@ use crate::results::fsrc::FSRC_FILE;
 use crate::results::manifest::MANIFEST_FILE;
 use crate::results::parquet_io::write_frame;
 use crate::results::read::read_results_set;
+use crate::select::algorithm::AlgorithmKind;
 use crate::sweep::run::{SweepOptions, SweepOutcome, fsrc_only, sweep_staged};
 use crate::sweep::staging::{Staging, dataset_hashes, old_manifest, recorded_datasets};
 
@@ -61,9 +62,10 @@ fn sweep_experiment(o: &ExperimentOptions) -> Result<Experiment> {
     let exp = load_experiment(&o.config, &o.sets)?;
     if exp.algorithms.is_empty() {
         crate::bail_input!(
-            "{}: has no algorithm to sweep, only an `fsrc:` section; run it with `privalign fsrc {}`, or add algorithms (e.g. `bon: {{}}`) and an n grid",
+            "{}: has no algorithm to sweep, only an `fsrc:` section; run it with `privalign fsrc {}`, or add algorithms (e.g. `{}: {{}}`) and an n grid",
             o.config.display(),
-            o.config.display()
+            o.config.display(),
+            AlgorithmKind::Bon.name()
         );
     }
     print_units_plan(&exp);

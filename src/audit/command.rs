@@ -318,13 +318,14 @@ pub fn run(a: &AuditArgs) -> Result<()> {
         AuditFormat::Json => crate::outln!("{}", serde_json::to_string_pretty(&records)?)?,
         AuditFormat::Text => {
             let caption = format!(
-                "Privacy audit: claimed ε (accountant), exact ε of the worst pair, empirical lower bound at confidence {} from {} runs per input; n = {}, R_max = {}, Δ_r = {}, δ = {} (PrivITP/FSRC).",
+                "Privacy audit: claimed ε (accountant), exact ε of the worst pair, empirical lower bound at confidence {} from {} runs per input; n = {}, R_max = {}, Δ_r = {}, δ = {} ({}/FSRC).",
                 cfg.confidence,
                 cfg.trials,
                 cfg.n,
                 cfg.r_max,
                 cfg.delta_r.unwrap_or(cfg.r_max),
-                cfg.delta
+                cfg.delta,
+                AlgorithmKind::PrivItp.label()
             );
             crate::out!(
                 "{}",

@@ -12,6 +12,7 @@ use super::command::{AUDIT_FILE, records_table};
 use crate::bail_input;
 use crate::report::figure::{Figure, LinePanel, Marker, Panel, Series, Style, XScale};
 use crate::report::format::Table;
+use crate::select::algorithm::AlgorithmKind;
 
 /// The per-setting records of every directory, in file order.
 pub fn read(dirs: &[PathBuf]) -> Result<Vec<AuditRecord>> {
@@ -53,13 +54,14 @@ pub fn table(dirs: &[PathBuf]) -> Result<Table> {
     Ok(records_table(
         &recs,
         format!(
-            "Privacy audit ({}): claimed $\\varepsilon$ (accountant), exact $\\varepsilon$ of the worst neighbouring pair, and the empirical lower bound at confidence {} from {} runs per input; $n={}$, $R_{{\\max}}={}$, $\\Delta_r={}$. PrivITP rows are the maximum over halting times.",
+            "Privacy audit ({}): claimed $\\varepsilon$ (accountant), exact $\\varepsilon$ of the worst neighbouring pair, and the empirical lower bound at confidence {} from {} runs per input; $n={}$, $R_{{\\max}}={}$, $\\Delta_r={}$. {} rows are the maximum over halting times.",
             names(dirs),
             r.confidence,
             r.trials,
             r.n,
             r.r_max,
-            r.delta_r
+            r.delta_r,
+            AlgorithmKind::PrivItp.label()
         ),
     ))
 }

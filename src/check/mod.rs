@@ -15,6 +15,7 @@ use crate::fsutil::write_atomic;
 use crate::report::format::{Cell, ColumnSpec, Table};
 use crate::report::select::ordered;
 use crate::results::read::{ResultsSet, read_results_set};
+use crate::select::algorithm::AlgorithmKind;
 use crate::select::algorithm::names::{BON, PRIVBON, PRIVITP};
 use crate::sweep::run::{SweepOptions, sweep};
 use claims::{ClaimsFile, evaluate};
@@ -206,7 +207,11 @@ pub fn default_reference(set: &ResultsSet) -> Result<Reference> {
         }
     }
     Ok(Reference {
-        description: "Reported numbers of these results that must not move. Made by `privalign check --update`; tolerances: 1 SE for statistical numbers (lift, PrivITP's expected ε, FSRC query counts), 1e-6 for exact ones (PrivBoN's ε, basic composition, the budget table).".into(),
+        description: format!(
+            "Reported numbers of these results that must not move. Made by `privalign check --update`; tolerances: 1 SE for statistical numbers (lift, {}'s expected ε, FSRC query counts), 1e-6 for exact ones ({}'s ε, basic composition, the budget table).",
+            AlgorithmKind::PrivItp.label(),
+            AlgorithmKind::PrivBon.label()
+        ),
         numbers,
     })
 }

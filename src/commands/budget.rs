@@ -39,6 +39,15 @@ pub enum BudgetMechanism {
     PrivitpMax,
 }
 
+impl BudgetMechanism {
+    /// Its `--mechanism` spelling (clap's, from the variant name).
+    fn flag(self) -> String {
+        clap::ValueEnum::to_possible_value(&self)
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
+    }
+}
+
 /// Values may be negative (`--lambda -0.2`): the parser passes them to
 /// validation, which names the flag and its valid range.
 #[derive(Debug, Args)]
@@ -134,10 +143,10 @@ impl TryFrom<&BudgetArgs> for BudgetParams {
     }
 }
 
-fn need<T: Copy>(v: Option<T>, flag: &str, mech: &str) -> Result<T> {
+fn need<T: Copy>(v: Option<T>, flag: &str, mech: BudgetMechanism) -> Result<T> {
     match v {
         Some(x) => Ok(x),
-        None => bail_input!("--mechanism {mech} needs {flag}"),
+        None => bail_input!("--mechanism {} needs {flag}", mech.flag()),
     }
 }
 
@@ -170,8 +179,8 @@ pub fn budget(a: &BudgetArgs) -> Result<Table> {
     let one_sigma = || -> Result<f64> {
         if a.sigma.len() != 1 {
             bail_input!(
-                "--mechanism {:?} takes one --sigma value (got {})",
-                a.mechanism,
+                "--mechanism {} takes one --sigma value (got {})",
+                a.mechanism.flag(),
                 a.sigma.len()
             );
         }
@@ -197,7 +206,7 @@ pub fn budget(a: &BudgetArgs) -> Result<Table> {
         BudgetMechanism::PrivbonGauss => {
             let s = one_sigma()?;
             if let Err(m) = check_range(a.r_max, delta_r, s, a.n) {
-                bail_input!("--mechanism privbon-gauss: {m}");
+                bail_input!("--mechanism {}: {m}", a.mechanism.flag());
             }
             point_table(
                 vec![
@@ -208,7 +217,7 @@ pub fn budget(a: &BudgetArgs) -> Result<Table> {
             )
         }
         BudgetMechanism::PrivitpPhase1 => {
-            let sx = need(a.sigma_x, "--sigma-x", "privitp-phase1")?;
+            let sx = need(a.sigma_x, "--sigma-x", a.mechanism)?;
             check_scale(&p, "--sigma-x", sx, None)?;
             let c = phase1_eps_classical(delta_r, sx, a.delta);
             point_table(
@@ -230,9 +239,9 @@ pub fn budget(a: &BudgetArgs) -> Result<Table> {
             )
         }
         BudgetMechanism::PrivitpPhase2 => {
-            let lt = need(a.lambda, "--lambda", "privitp-phase2")?;
-            let t = need(a.t, "--t", "privitp-phase2")?;
-            let sz = need(a.sigma_z, "--sigma-z", "privitp-phase2")?;
+            let lt = need(a.lambda, "--lambda", a.mechanism)?;
+            let t = need(a.t, "--t", a.mechanism)?;
+            let sz = need(a.sigma_z, "--sigma-z", a.mechanism)?;
             if !lt.is_finite() {
                 bail_input!("--lambda must be a finite number");
             }
@@ -258,8 +267,8 @@ pub fn budget(a: &BudgetArgs) -> Result<Table> {
             )
         }
         BudgetMechanism::PrivitpMax => {
-            let sx = need(a.sigma_x, "--sigma-x", "privitp-max")?;
-            let sz = need(a.sigma_z, "--sigma-z", "privitp-max")?;
+            let sx = need(a.sigma_x, "--sigma-x", a.mechanism)?;
+            let sz = need(a.sigma_z, "--sigma-z", a.mechanism)?;
             check_scale(&p, "--sigma-x", sx, None)?;
             check_scale(&p, "--sigma-z", sz, None)?;
             for lt in [clamp.0, 0.5 * (clamp.0 + clamp.1), clamp.1] {

@@ -10,12 +10,14 @@ use anyhow::Result;
 use yaml_serde::{Mapping, Value};
 
 use crate::bail_input;
+use crate::select::algorithm::AlgorithmKind;
 
 /// Apply one `path=value` override to `root`.
 pub fn apply_set(root: &mut Value, assignment: &str) -> Result<()> {
     let Some((path, text)) = assignment.split_once('=') else {
         bail_input!(
-            "--set {assignment}: expected PATH=VALUE, e.g. --set algorithms.privbon.sigma=[0.5,1]"
+            "--set {assignment}: expected PATH=VALUE, e.g. --set algorithms.{}.sigma=[0.5,1]",
+            AlgorithmKind::PrivBon.name()
         );
     };
     let path = path.trim();

@@ -22,6 +22,7 @@
 use super::resolve::Experiment;
 use super::types::{AlgorithmsSpec, SplitSpec, TransformKind, TransformSpec};
 use crate::data::prepared::RewardStats;
+use crate::select::algorithm::AlgorithmKind;
 
 /// How one reward model's transform maps raw units on one dataset.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -255,10 +256,11 @@ pub fn units_plan(exp: &Experiment) -> UnitsPlan {
             for &b in &betas {
                 if b > BETA_TOO_LARGE * sd {
                     plan.warnings.push(format!(
-                        "{what}: β = {} is {}× the transformed rewards' sd ({}): ITP accepts almost any candidate and stays near the base policy",
+                        "{what}: β = {} is {}× the transformed rewards' sd ({}): {} accepts almost any candidate and stays near the base policy",
                         num(b),
                         num(b / sd),
-                        num(sd)
+                        num(sd),
+                        AlgorithmKind::Itp.label()
                     ));
                 }
             }

@@ -5,6 +5,12 @@ use anyhow::Result;
 
 use super::types::*;
 use crate::error::input_error;
+use crate::select::algorithm::AlgorithmKind::{self, Bon, Itp, PrivBon, PrivBonGauss, PrivItp};
+
+/// The config path of an algorithm's key: `algorithms.NAME.FIELD`.
+fn key(kind: AlgorithmKind, field: &str) -> String {
+    format!("algorithms.{}.{field}", kind.name())
+}
 
 fn bad(path: impl AsRef<str>, msg: impl AsRef<str>) -> anyhow::Error {
     input_error(format!("{}: {}", path.as_ref(), msg.as_ref()))
@@ -131,7 +137,13 @@ pub fn validate(c: &ExperimentConfig) -> Result<()> {
     if !sweeps && c.fsrc.is_none() {
         return Err(bad(
             "algorithms",
-            "no algorithm is enabled and there is no `fsrc:` section; add at least one of bon, privbon, privbon_gauss, itp, privitp (e.g. `bon: {}`), or an fsrc section",
+            format!(
+                "no algorithm is enabled and there is no `fsrc:` section; add at least one of {} (e.g. `{}: {{}}`), or an fsrc section",
+                [Bon, PrivBon, PrivBonGauss, Itp, PrivItp]
+                    .map(AlgorithmKind::name)
+                    .join(", "),
+                Bon.name()
+            ),
         ));
     }
     validate_algorithms(&c.algorithms)?;
@@ -145,7 +157,7 @@ pub fn validate(c: &ExperimentConfig) -> Result<()> {
                 let n = ns.iter().copied().max().unwrap_or(1);
                 if let Err(m) = crate::privacy::rnm::check_range(r_max, delta_r, sigma, n) {
                     return Err(bad(
-                        format!("algorithms.privbon_gauss.sigma[{i}]"),
+                        format!("{}[{i}]", key(PrivBonGauss, "sigma")),
                         format!("on reward model `{name}`: {m}"),
                     ));
                 }
@@ -288,29 +300,33 @@ fn sigma_split(path: &str, split: &SplitSpec, sigma: &Option<Vec<f64>>) -> Resul
 
 fn validate_algorithms(a: &AlgorithmsSpec) -> Result<()> {
     if let Some(s) = &a.privbon {
-        positive_sweep("algorithms.privbon.sigma", "σ", &s.sigma)?;
+        positive_sweep(&key(PrivBon, "sigma"), "σ", &s.sigma)?;
     }
     if let Some(s) = &a.privbon_gauss {
-        positive_sweep("algorithms.privbon_gauss.sigma", "σ", &s.sigma)?;
+        positive_sweep(&key(PrivBonGauss, "sigma"), "σ", &s.sigma)?;
     }
     if let Some(s) = &a.itp {
-        positive_sweep("algorithms.itp.beta", "β", &s.beta)?;
+        positive_sweep(&key(Itp, "beta"), "β", &s.beta)?;
     }
     if let Some(p) = &a.privitp {
-        positive_sweep("algorithms.privitp.beta", "β", &p.beta)?;
-        sigma_split("algorithms.privitp", &p.split, &p.sigma)?;
+        positive_sweep(&key(PrivItp, "beta"), "β", &p.beta)?;
+        sigma_split(
+            &format!("algorithms.{}", PrivItp.name()),
+            &p.split,
+            &p.sigma,
+        )?;
         if !(p.l.is_finite() && p.l >= 0.0) {
             return Err(bad(
-                "algorithms.privitp.L",
+                key(PrivItp, "L"),
                 format!("L must be a finite number ≥ 0, got {}", p.l),
             ));
         }
         if let Some([lo, hi]) = p.clamp {
-            interval("algorithms.privitp.clamp", lo, hi)?;
+            interval(&key(PrivItp, "clamp"), lo, hi)?;
         }
         if !(1..=100_000).contains(&p.noise_draws) {
             return Err(bad(
-                "algorithms.privitp.noise_draws",
+                key(PrivItp, "noise_draws"),
                 format!(
                     "{} noise draws; use 1–100000 (the reference scripts use 150)",
                     p.noise_draws

@@ -29,6 +29,7 @@ use std::f64::consts::{FRAC_1_SQRT_2, PI};
 use std::sync::OnceLock;
 
 use crate::math::normal::{log_cdf, log_pdf};
+use crate::select::algorithm::AlgorithmKind;
 
 /// Largest accepted R_max/σ (ε grows like (R_max/σ)²/2; beyond, f64 can no
 /// longer resolve the integrand's scale next to its location).
@@ -43,7 +44,8 @@ pub fn check_range(r_max: f64, delta_r: f64, sigma: f64, n: usize) -> Result<(),
     let (a, d) = (r_max / sigma, delta_r / sigma);
     if a.is_nan() || a > MAX_RATIO {
         return Err(format!(
-            "R_max/σ = {a:e} is above {MAX_RATIO:e}: Gaussian PrivBoN's ε would be about (R_max/σ)²/2 ≈ {:.1e}; give σ ≥ R_max/{MAX_RATIO:e} = {:e}",
+            "R_max/σ = {a:e} is above {MAX_RATIO:e}: Gaussian {}'s ε would be about (R_max/σ)²/2 ≈ {:.1e}; give σ ≥ R_max/{MAX_RATIO:e} = {:e}",
+            AlgorithmKind::PrivBon.label(),
             a * a / 2.0,
             r_max / MAX_RATIO
         ));

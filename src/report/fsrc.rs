@@ -5,6 +5,7 @@
 use crate::report::format::{Cell, ColumnSpec, Table};
 use crate::results::fsrc::FsrcRow;
 use crate::results::summary::mean_se;
+use crate::select::algorithm::AlgorithmKind;
 
 fn col(id: &str, header: &str, latex: &str) -> ColumnSpec {
     ColumnSpec::new(id, header, latex)
@@ -60,7 +61,8 @@ pub fn fsrc_table(rows: &[FsrcRow]) -> Table {
         "FSRC composition: no runs.".into()
     } else {
         format!(
-            "FSRC composition of PrivITP vs basic composition: $\\varepsilon_{{\\mathrm{{total}}}} = {}$, $n = {}$, $\\beta = {}$, mean $\\pm$ SE over {} seeds.",
+            "FSRC composition of {} vs basic composition: $\\varepsilon_{{\\mathrm{{total}}}} = {}$, $n = {}$, $\\beta = {}$, mean $\\pm$ SE over {} seeds.",
+            AlgorithmKind::PrivItp.label(),
             all(&|r| r.eps_total.to_string()),
             all(&|r| r.n.to_string()),
             all(&|r| r.beta.to_string()),

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::figure::{BarPanel, Figure, HLine, LinePanel, Marker, Panel, Series, Style, XScale};
 use super::select::{CellSelection, at, close, distinct, need_n, ordered, pick_beta, select};
-use super::tables::{display, settings_text};
+use super::tables::{display, settings_text, split_note};
 use crate::bail_input;
 use crate::config::PlotKind;
 use crate::results::read::{ResultsSet, SummaryRecord};
@@ -179,7 +179,7 @@ fn scaling(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
 fn plain(s: &str) -> String {
     s.replace("$\\sigma = ", "σ = ")
         .replace("$\\beta = ", "β = ")
-        .replace("(PrivITP: $\\sigma_X = \\sigma_Z = \\sigma/2$)", "")
+        .replace(&split_note(), "")
         .replace('$', "")
         .replace(" ,", ",")
         .trim()
@@ -325,7 +325,13 @@ fn privacy_utility(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
             });
         }
         panels.push(Panel::Line(LinePanel {
-            title: format!("{} · {}: ITP vs PrivITP at n = {n}", key.0, key.1),
+            title: format!(
+                "{} · {}: {} vs {} at n = {n}",
+                key.0,
+                key.1,
+                AlgorithmKind::Itp.label(),
+                AlgorithmKind::PrivItp.label()
+            ),
             x_label: "total noise σ = σ_X + σ_Z (swept values)".into(),
             y_label: LIFT.into(),
             x_scale: XScale::Swept,
@@ -339,7 +345,11 @@ fn privacy_utility(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
     }
     let b = beta.map(|b| format!(", β = {b}")).unwrap_or_default();
     Ok(figure(
-        format!("Privacy–utility: PrivITP across σ vs the ITP skyline (n = {n}{b})"),
+        format!(
+            "Privacy–utility: {} across σ vs the {} skyline (n = {n}{b})",
+            AlgorithmKind::PrivItp.label(),
+            AlgorithmKind::Itp.label()
+        ),
         2,
         panels,
     ))

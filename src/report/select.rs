@@ -213,7 +213,7 @@ pub(crate) fn pick_beta(set: &ResultsSet, beta: Option<f64>) -> Result<Option<f6
         (Some(b), _) => Ok(Some(b)),
         (None, 1) => Ok(Some(betas[0])),
         (None, _) => bail_input!(
-            "{}: privitp has several settings (β = {}); choose one with --beta (or `beta` in the config's reports entry)",
+            "{}: {PRIVITP} has several settings (β = {}); choose one with --beta (or `beta` in the config's reports entry)",
             set.names(),
             betas
                 .iter()

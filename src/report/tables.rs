@@ -65,14 +65,21 @@ pub(crate) fn choose_n(set: &ResultsSet, sel: &Selection, n: Option<usize>) -> R
     Ok(n)
 }
 
+/// How a σ column reads for PrivITP: "(PrivITP: σ_X = σ_Z = σ/2)", the
+/// paper's split ([`crate::select::algorithm::split_sigma`]), in LaTeX.
+pub(crate) fn split_note() -> String {
+    format!(
+        "({}: $\\sigma_X = \\sigma_Z = \\sigma/2$)",
+        AlgorithmKind::PrivItp.label()
+    )
+}
+
 pub(crate) fn settings_text(sel: &Selection) -> String {
     let sig = sel.chosen.iter().find_map(|c| c.1);
     let beta = sel.chosen.iter().find_map(|c| c.2);
     let mut parts = Vec::new();
     if let Some(s) = sig {
-        parts.push(format!(
-            "$\\sigma = {s}$ (PrivITP: $\\sigma_X = \\sigma_Z = \\sigma/2$)"
-        ));
+        parts.push(format!("$\\sigma = {s}$ {}", split_note()));
     }
     if let Some(b) = beta {
         parts.push(format!("$\\beta = {b}$"));
@@ -183,9 +190,10 @@ pub fn lift_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
         columns,
         rows,
         format!(
-            "Percentage lift in accuracy over the base policy at $n = {n}$. Mean $\\pm$ standard error over {prompts_text} prompts; {}; {}. ITP is the non-private skyline.",
+            "Percentage lift in accuracy over the base policy at $n = {n}$. Mean $\\pm$ standard error over {prompts_text} prompts; {}; {}. {} is the non-private skyline.",
             run_text(set),
-            settings_text(&sel)
+            settings_text(&sel),
+            AlgorithmKind::Itp.label()
         ),
         "tab:lift".into(),
         2,
@@ -291,8 +299,10 @@ pub fn generation_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
     for need in [PRIVBON, PRIVITP] {
         if !sel.chosen.iter().any(|c| c.0 == need) {
             bail_input!(
-                "{}: the generation table compares PrivBoN and PrivITP, but there are no {} cells; add algorithms.{need} to the config",
+                "{}: the generation table compares {} and {}, but there are no {} cells; add algorithms.{need} to the config",
                 set.names(),
+                display(PRIVBON),
+                display(PRIVITP),
                 display(need)
             );
         }
@@ -362,7 +372,9 @@ pub fn generation_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
         columns,
         rows,
         format!(
-            "Generation cost per query at $n = {n}$: expected responses generated (PrivBoN: $n$; PrivITP: $n + \\mathbb{{E}}[\\min(t, n)]$ with a lazy Phase 2){}; {}; {}.",
+            "Generation cost per query at $n = {n}$: expected responses generated ({}: $n$; {}: $n + \\mathbb{{E}}[\\min(t, n)]$ with a lazy Phase 2){}; {}; {}.",
+            display(PRIVBON),
+            display(PRIVITP),
             if has_secs {
                 ", and expected seconds per query from the dataset's mean generation time per response"
             } else {
@@ -392,8 +404,9 @@ pub fn budget_from_results(set: &ResultsSet, o: &TableOptions) -> Result<Table> 
     let cfg = &dir.manifest.config;
     let Some(privitp) = &cfg.algorithms.privitp else {
         bail_input!(
-            "{}: the budget table needs PrivITP cells (for the mean halting times); add algorithms.privitp to the config",
-            dir.dir.display()
+            "{}: the budget table needs {} cells (for the mean halting times); add algorithms.{PRIVITP} to the config",
+            dir.dir.display(),
+            display(PRIVITP)
         );
     };
     let (rm_name, rm) = match cfg.reward_models.iter().next() {
@@ -410,7 +423,8 @@ pub fn budget_from_results(set: &ResultsSet, o: &TableOptions) -> Result<Table> 
     let sigmas = distinct(recs.iter().filter(|r| r.n == n).filter_map(|r| r.sigma));
     if sigmas.is_empty() {
         bail_input!(
-            "no PrivITP cells for n = {n} in {}; the sweep's n grid is {}",
+            "no {} cells for n = {n} in {}; the sweep's n grid is {}",
+            display(PRIVITP),
             dir.dir.display(),
             grid.iter()
                 .map(|n| n.to_string())

@@ -4,7 +4,7 @@ Run:  python3 tests/data/make_file_variants.py     (writes tests/data/variants/)
 Needs pandas and pyarrow (pip install pandas pyarrow); made with pandas 3.1.1, pyarrow 26.0.1.
 
 One small dataset — 3 prompts × 4 responses, correctness, two reward models `a` and `b` —
-written once in a plain form and then in every variant that tests/file_variants.rs ingests and
+written once in a plain form and then in every variant that tests/it/file_variants.rs ingests and
 compares with the plain form's prepared dataset. Prompt ids hold a comma, Unicode and a newline
 so every text format must quote them. Rewards are multiples of 1/8 (exact in float16, float32
 and decimal text), so every variant carries exactly the same numbers; `b` is integral (its int64 variant too).

@@ -28,6 +28,8 @@
 //! βM_k ≤ 0 (the threshold rule Φ((r̂ − λ̃)/σ_Z)) — are walked by the scalar
 //! exact acceptance [`PrivItpAcceptance::prob`] in the same steps.
 //!
+//! Long file: the walk and its scalar, AVX2 and AVX-512 lanes, read side by side (same bits).
+//!
 //! [`rejection_conditional`]: crate::select::rejection::rejection_conditional
 
 use super::draw::Candidates;

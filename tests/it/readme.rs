@@ -4,9 +4,7 @@
 //! is replaced by the binary under test, which is on PATH as `privalign`;
 //! every command runs through `sh` from the clone's root, as a user types it.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 use std::process::Command;
 
@@ -49,7 +47,7 @@ fn readme_walkthrough_runs_in_a_fresh_clone() {
     }
     let text = readme();
     // Set-up command 1 (the main job): its ingest half — the reproduce half is
-    // the demo sweep, covered by tests/sweep.rs and CI's check --recompute.
+    // the demo sweep, covered by tests/it/sweep.rs and CI's check --recompute.
     let setup = text
         .lines()
         .find(|l| l.starts_with("cargo run --release -- ingest"))

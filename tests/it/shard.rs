@@ -2,9 +2,7 @@
 //! results byte for byte (N ∈ {1, 2, 3, 7}, any thread count), and merge
 //! refuses every inconsistent set of shards without writing anything.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 

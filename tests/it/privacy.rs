@@ -12,7 +12,7 @@ use rand_pcg::Pcg64;
 
 #[test]
 fn accountant_matches_mpmath_vectors() {
-    let text = include_str!("data/accountant_vectors.csv");
+    let text = include_str!("../data/accountant_vectors.csv");
     let mut checked = 0;
     for line in text.lines().skip(1) {
         let f: Vec<&str> = line.split(',').collect();

@@ -6,9 +6,7 @@
 //! the keys the cells depend on. End to end, `sweep --resume` after changing
 //! `fsrc.sigma` or a report recomputes instead of saying "nothing to do".
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use privalign::config::hash::{cells_hash, config_hash};
 use privalign::config::{ExperimentConfig, parse};
 use serde_json::{Value, json};
@@ -179,7 +177,7 @@ fn the_table_lists_every_key_of_the_schema() {
     let listed: BTreeSet<String> = table().iter().map(|(k, _, _)| k.to_string()).collect();
     assert_eq!(
         listed, keys,
-        "tests/config_hash.rs lists different keys than the schema serialises; add a row per new key"
+        "tests/it/config_hash.rs lists different keys than the schema serialises; add a row per new key"
     );
 }
 

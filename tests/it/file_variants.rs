@@ -6,9 +6,7 @@
 //! type is checked first, so a regenerated fixture cannot silently lose the
 //! variant it stands for.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use polars::prelude::*;
 use std::path::{Path, PathBuf};
 

@@ -2,8 +2,7 @@
 //! formulas, every bad parameter is rejected with a message naming the flag,
 //! and the LaTeX table is structurally sound.
 
-mod common;
-use common::*;
+use crate::common::*;
 use privalign::privacy::accountant::*;
 
 fn json(args: &[&str]) -> serde_json::Value {

@@ -4,9 +4,7 @@
 //! best-of-64 without replacement against them; and the two input forms
 //! (flat CSV, nested JSONL per score) giving identical prepared datasets.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -1,9 +1,7 @@
 //! Experiment-config validation: every rule of issue #5 / design §9 names the
 //! key path and the fix. Each test checks the exact message fragment.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use privalign::config::{self, Experiment};
 use std::path::Path;
 

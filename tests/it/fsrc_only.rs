@@ -1,9 +1,7 @@
 //! `privalign fsrc CONFIG` with a config that has only an `fsrc:` section (no
 //! algorithms, no n grid), and the validation of every FSRC option.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use privalign::config::{self, Experiment};
 use std::path::{Path, PathBuf};
 

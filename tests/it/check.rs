@@ -2,9 +2,7 @@
 //! shifted by three of its SEs fails naming exactly that number; a sweep with
 //! σ scaled by 1.1 fails against the reference of the unscaled one.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 
 fn repo() -> &'static Path {

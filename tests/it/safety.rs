@@ -6,9 +6,7 @@
 //! are byte-identical afterwards, and that no `.tmp-PID`/`.old-PID` entry
 //! is left behind.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -287,7 +285,7 @@ fn sweep_keeps_user_files_and_refuses_files_named_like_its_own() {
     assert_ne!(after["manifest.yaml"], before["manifest.yaml"]);
     manifest_consistent(&out);
     assert_eq!(
-        common::entries(&out),
+        crate::common::entries(&out),
         [
             "cells.parquet",
             "manifest.yaml",

@@ -5,9 +5,7 @@
 //! ones are refused before the sweep); every table kind escapes names in
 //! CSV (RFC 4180), Markdown and LaTeX; FSRC never writes NaN.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 
 fn bad(o: &std::process::Output, fragments: &[&str]) {

@@ -3,9 +3,7 @@
 //! exit code, the message (the user's path, what to do) and that the user's
 //! files are untouched.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 
 fn code(o: &std::process::Output) -> Option<i32> {

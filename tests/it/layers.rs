@@ -151,7 +151,7 @@ fn imports_point_down_and_form_no_cycle() {
         };
         let Some(layer) = layer_of(&module) else {
             problems.push(format!(
-                "src/{module}: a top-level module with no layer; add it to LAYERS in tests/layers.rs and to ARCHITECTURE.md"
+                "src/{module}: a top-level module with no layer; add it to LAYERS in tests/it/layers.rs and to ARCHITECTURE.md"
             ));
             continue;
         };

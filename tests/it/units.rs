@@ -1,9 +1,7 @@
 //! Units a user cannot misread: `dataset.yaml`'s raw score statistics,
 //! `privalign describe`, and the sweep plan's raw-unit lines and warnings.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 
 /// A small CSV with known raw scores: reward `a` = 10·k for k = 0..9 per

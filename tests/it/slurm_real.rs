@@ -13,9 +13,7 @@
 //!    resubmits only task 1 plus a merge, which completes with byte-identical
 //!    results.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -2,9 +2,7 @@
 //! thread-count independence, kill-and-resume, and the summary's lift and SE
 //! against a hand computation.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

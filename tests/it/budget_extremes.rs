@@ -5,9 +5,7 @@
 //! extremes; every `budget` point answers in under a second; inputs outside
 //! the range are refused with the range in the message.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use privalign::privacy::accountant::{Phase2Terms, phase1_eps_analytic, privbon_gauss_eps};
 use privalign::privacy::rnm::check_range;
 
@@ -27,7 +25,7 @@ fn rel(got: f64, want: f64) -> f64 {
 }
 
 fn vectors() -> Vec<(String, [f64; 4], f64)> {
-    include_str!("data/budget_vectors.csv")
+    include_str!("../data/budget_vectors.csv")
         .lines()
         .skip(1)
         .map(|l| {

@@ -2,12 +2,10 @@
 //! small fixed results directory, the LaTeX is structurally sound, and
 //! missing results give errors naming what is missing.
 //!
-//! To update the snapshots deliberately: `UPDATE_SNAPSHOTS=1 cargo test --test tables`,
+//! To update the snapshots deliberately: `UPDATE_SNAPSHOTS=1 cargo test --test it tables`,
 //! then review the diff of tests/snapshots/.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 
 fn snapshot(name: &str, text: &str) {

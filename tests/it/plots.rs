@@ -1,9 +1,7 @@
 //! `privalign plot`: every kind renders a PNG of the expected size that is
 //! not blank, and an SVG whose axis labels are text.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 
 fn png_info(path: &Path) -> (u32, u32, f64, usize) {

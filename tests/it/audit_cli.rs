@@ -2,9 +2,7 @@
 //! results directory, `table --kind audit` / `plot --kind audit` from it, the
 //! config file, and bad input (exit 2 naming the flag or key).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 #[test]
 fn audit_json_table_and_plot() {

@@ -4,9 +4,7 @@
 //! every file outside what the command owns is byte-identical afterwards.
 //! Tiny inputs only: the whole matrix runs in a few seconds.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;

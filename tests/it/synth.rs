@@ -1,8 +1,7 @@
 //! `privalign synth`: determinism, the shipped demo data, and the properties
 //! each preset promises (rise-then-fall for weak models, Gaussian noise law).
 
-mod common;
-use common::*;
+use crate::common::*;
 use privalign::data::prepared::PreparedDataset;
 use privalign::select::bon::expected_value_with_replacement;
 use std::path::Path;

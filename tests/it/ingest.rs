@@ -1,8 +1,7 @@
 //! `privalign ingest`: the three input forms agree, and every bad-input rule
 //! of design §3 fails with a message naming the problem and leaves no output.
 
-mod common;
-use common::*;
+use crate::common::*;
 use polars::prelude::*;
 use std::path::Path;
 
@@ -316,7 +315,7 @@ fn missing_column_names_file_column_and_alternatives() {
 fn wrong_type_is_named() {
     let d = tempfile::tempdir().unwrap();
     let mut r = responses_df(ROWS);
-    // (String ids are numbered, tests/file_variants.rs; fractional ones are an error.)
+    // (String ids are numbered, tests/it/file_variants.rs; fractional ones are an error.)
     r.with_column(Column::new("response_id".into(), vec![0.5f64; 9]))
         .unwrap();
     let args = pair_with(d.path(), &mut r, &mut rewards_df(ROWS, false));
