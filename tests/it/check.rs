@@ -9,17 +9,21 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A copy of the committed results/demo (summary, fsrc, manifest, reference).
+/// A copy of the committed results/demo (summary, fsrc, manifest, reference,
+/// and the tables and plots the manifest lists).
 fn demo_copy(dir: &Path) -> std::path::PathBuf {
     let out = dir.join("demo");
-    std::fs::create_dir_all(&out).unwrap();
-    for f in [
-        "summary.parquet",
-        "fsrc.parquet",
-        "manifest.yaml",
-        "reference.yaml",
-    ] {
-        std::fs::copy(repo().join("results/demo").join(f), out.join(f)).unwrap();
+    let src = repo().join("results/demo");
+    for sub in ["", "tables", "plots"] {
+        std::fs::create_dir_all(out.join(sub)).unwrap();
+        for e in std::fs::read_dir(src.join(sub)).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            // cells.parquet is not committed (the manifest does not list it).
+            if e.file_type().unwrap().is_file() && name != "cells.parquet" {
+                std::fs::copy(e.path(), out.join(sub).join(&name)).unwrap();
+            }
+        }
     }
     out
 }
