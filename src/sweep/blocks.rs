@@ -516,7 +516,8 @@ pub fn gen_seconds_mean(ds: &ResolvedDataset, reader: &DatasetReader) -> Result<
     }
     let mut sum = 0.0f64;
     let mut count = 0usize;
-    let step = 64;
+    // A few blocks at a time: memory bounded like the windows of the sweep.
+    let step = 4;
     let mut b = 0;
     while b < reader.blocks.len() {
         let e = (b + step).min(reader.blocks.len());
