@@ -239,7 +239,7 @@ pub fn read_table_ids(path: &Path, separator: Option<u8>, ids: &[&str]) -> Resul
 }
 
 /// Text id columns whose values are all plain integers, as Int64.
-fn plain_integer_ids(mut df: DataFrame, ids: &[&str]) -> Result<DataFrame> {
+pub fn plain_integer_ids(mut df: DataFrame, ids: &[&str]) -> Result<DataFrame> {
     let plain = |s: &str| {
         let digits = s.strip_prefix('-').unwrap_or(s);
         !digits.is_empty()
@@ -281,9 +281,15 @@ fn csv_id_schema(path: &Path, sep: u8, ids: &[&str]) -> Option<SchemaRef> {
 }
 
 /// Add the 1-based source row number column.
-pub fn with_source_rows(mut df: DataFrame) -> Result<DataFrame> {
+pub fn with_source_rows(df: DataFrame) -> Result<DataFrame> {
+    with_source_rows_from(df, 1)
+}
+
+/// Add the source row number column, numbering the rows of `df` from `first`
+/// (a chunk of a file read in parts).
+pub fn with_source_rows_from(mut df: DataFrame, first: u64) -> Result<DataFrame> {
     let n = df.height() as u64;
-    let rows: Vec<u64> = (1..=n).collect();
+    let rows: Vec<u64> = (first..first + n).collect();
     df.with_column(Column::new(cols::SOURCE_ROW.into(), rows))?;
     Ok(df)
 }
