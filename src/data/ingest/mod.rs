@@ -239,6 +239,23 @@ struct Range {
     dropped: usize,
 }
 
+/// A reward row that matches no response, or a response without a reward,
+/// in a range before the last may only mean that some file is out of prompt
+/// order (its rows for this range come later): read the rest of every file
+/// through the order checks, and report an order error if there is one —
+/// it names the real fix — else `result`'s error.
+fn explain<T>(result: Result<T>, inputs: &mut Inputs) -> Result<T> {
+    let Err(e) = result else { return result };
+    if inputs.responses.finished() {
+        return Err(e);
+    }
+    while inputs.responses.next_range()?.is_some() {}
+    for r in &mut inputs.rewards {
+        r.check_rest()?;
+    }
+    Err(e)
+}
+
 /// The next range of the dataset, or `None` at the end.
 fn next_range(inputs: &mut Inputs, opts: &IngestOptions) -> Result<Option<Range>> {
     let Some(mut frame) = inputs.responses.next_range()? else {
@@ -253,24 +270,27 @@ fn next_range(inputs: &mut Inputs, opts: &IngestOptions) -> Result<Option<Range>
             stream::last_prompt(&frame)?
         };
         let mut rights = Vec::new();
-        for r in &mut inputs.rewards {
+        for i in 0..inputs.rewards.len() {
+            let r = &mut inputs.rewards[i];
             let rows = r.take_upto(upto.as_deref())?;
             let keys = inputs.responses.ids.keys.as_ref();
-            rights.push((
-                r.name.clone(),
-                pair::reward_rows(&r.name, &r.src, rows, keys)?,
-            ));
+            let rows = pair::reward_rows(&r.name, &r.src, rows, keys);
+            let name = r.name.clone();
+            rights.push((name, explain(rows, inputs)?));
         }
-        frame = join::join_all(frame, rights)?;
+        frame = explain(join::join_all(frame, rights), inputs)?;
         if let Some(u) = &upto {
             inputs.responses.ids.retain_from(u);
         }
     }
-    let (frame, dropped) = checks::handle_unscored(
-        frame,
-        &inputs.reward_models,
-        &inputs.primary,
-        opts.drop_unscored,
+    let (frame, dropped) = explain(
+        checks::handle_unscored(
+            frame,
+            &inputs.reward_models,
+            &inputs.primary,
+            opts.drop_unscored,
+        ),
+        inputs,
     )?;
     checks::check_f32_range(&frame, &inputs.reward_models, &inputs.primary, &inputs.files)?;
     let offsets = checks::check_prompt_sizes(&frame, &inputs.primary)?;

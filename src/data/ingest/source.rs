@@ -19,7 +19,7 @@ use crate::error::input_error;
 
 /// Rows per chunk by default: about 100 MB of decoded input per file in
 /// flight (README "Ingest at scale"), and one chunk for most real files.
-pub const DEFAULT_CHUNK_ROWS: usize = 1 << 20;
+pub const DEFAULT_CHUNK_ROWS: usize = 1 << 18;
 
 /// The chunks of one input file, in file order.
 pub struct Chunks {

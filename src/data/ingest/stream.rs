@@ -192,6 +192,23 @@ impl RewardStream {
             .map(str::to_string))
     }
 
+    /// Read the rest of the file through the order check only (to explain
+    /// an error), keeping nothing.
+    pub fn check_rest(&mut self) -> Result<()> {
+        let Some(done) = self.upto.clone() else {
+            return Ok(());
+        };
+        while let Some(raw) = self.chunks.next_chunk()? {
+            let c = (self.stage1)(raw)?;
+            if let Some((i, p)) = min_prompt(&c)?
+                && p.as_str() <= done.as_str()
+            {
+                return Err(out_of_order(&self.src, &c, i, &done));
+            }
+        }
+        Ok(())
+    }
+
     /// Rows whose prompt is ≤ `upto` (every remaining row for `None`), in
     /// file order.
     pub fn take_upto(&mut self, upto: Option<&str>) -> Result<Option<DataFrame>> {
