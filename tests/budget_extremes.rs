@@ -353,3 +353,89 @@ fn sweep_refuses_a_gaussian_privbon_sigma_outside_the_range() {
     );
     assert!(!out.exists());
 }
+
+/// The maxima over the released threshold λ̃ — `budget --mechanism
+/// privitp-max` (ε_1 + max over λ̃ and t of ε_2^post) and the budget
+/// table's ε_2^post column (max over λ̃ at a mean halting time) — within
+/// 1e-10 relative of mpmath (tests/data/max_vectors.csv from
+/// tests/data/make_max_vectors.py: a 2001-point grid and golden-section
+/// refinement at 50 digits), or refused naming the valid range.
+#[test]
+fn privitp_max_and_table_eps2_match_mpmath() {
+    let text = include_str!("data/max_vectors.csv");
+    let mut header = text.lines().next().unwrap().split(',');
+    assert_eq!(header.next(), Some("kind"));
+    let (mut checked, mut refused) = (0, 0);
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let [kind, r_max, delta_r, sx, sz, l, n, lo, hi, delta, t, value] = f[..] else {
+            panic!("bad line {line}");
+        };
+        let want: f64 = value.parse().unwrap();
+        let clamp = format!("{lo},{hi}");
+        let common = [
+            "--r-max", r_max, "--delta-r", delta_r, "--L", l, "--n", n, "--clamp", &clamp,
+            "--delta", delta, "--format", "csv",
+        ];
+        let sigma = (2.0 * sz.parse::<f64>().unwrap()).to_string();
+        let (args, col): (Vec<&str>, usize) = match kind {
+            "itpmax" => (
+                [
+                    "budget",
+                    "--mechanism",
+                    "privitp-max",
+                    "--sigma-x",
+                    sx,
+                    "--sigma-z",
+                    sz,
+                ]
+                .into_iter()
+                .chain(common)
+                .collect(),
+                1,
+            ),
+            "table" => (
+                ["budget", "--sigma", &sigma, "--halting-time", t]
+                    .into_iter()
+                    .chain(common)
+                    .collect(),
+                5,
+            ),
+            k => panic!("unknown kind {k}"),
+        };
+        let (o, secs) = timed(&args);
+        assert!(secs <= 1.0, "{args:?}: {secs:.2} s");
+        match o.status.code() {
+            Some(0) => {
+                let got: f64 = stdout(&o)
+                    .lines()
+                    .nth(1)
+                    .unwrap()
+                    .split(',')
+                    .nth(col)
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                assert!(
+                    got.is_finite() && rel(got, want) <= 1e-10,
+                    "{args:?}: got {got:e}, mpmath {want:e}, rel {:e}",
+                    rel(got, want)
+                );
+                checked += 1;
+            }
+            Some(2) => {
+                // Only the row at σ = 2.5e-7 (R_max = 1e-6): below the
+                // absolute smallest σ (config::limits::MIN_SCALE), although
+                // the value itself is scale-free (= the R_max = 1 row).
+                let e = stderr(&o);
+                assert!(
+                    e.contains("valid values lie in [1e-6, ∞)") && sx == "2.5e-7",
+                    "{args:?}: the refusal names the valid range: {e}"
+                );
+                refused += 1;
+            }
+            c => panic!("{args:?}: exit {c:?}: {}", stderr(&o)),
+        }
+    }
+    assert!(checked >= 20 && refused <= 1, "checked {checked}, refused {refused}");
+}

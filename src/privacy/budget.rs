@@ -174,11 +174,7 @@ pub fn eps2_at_mean_halting(p: &BudgetParams, sigma_z: f64, t_mean: f64) -> f64 
         let t = Phase2Terms::new(lt, sigma_z, p.privacy.r_max, p.privacy.delta_r, p.l);
         (t_mean - 1.0) * t.kappa + t.accept
     };
-    let (lo, hi) = p.clamp;
-    let k = 400;
-    (0..=k)
-        .map(|i| f(lo + (hi - lo) * i as f64 / k as f64))
-        .fold(f64::NEG_INFINITY, f64::max)
+    super::accountant::max_over_threshold(f, p.clamp)
 }
 
 /// The budget table: one row per total σ (PrivITP split σ_X = σ_Z = σ/2),
