@@ -119,7 +119,7 @@ fn shifted_log_ratio(num: (f64, f64), (lo, hi): (f64, f64), d: f64) -> (f64, f64
     let w = hi - lo;
     let (alt, c_alt) = if w <= 0.0 {
         if d * (1.0 + lo.abs()) > 1e-3 {
-            return (direct, c_direct);
+            return rescue((direct, c_direct), lo, hi, d, t_den);
         }
         let mid = lo + 0.5 * d;
         let series = 1.0 + d * d * (mid * mid - 1.0) / 24.0;
@@ -134,11 +134,76 @@ fn shifted_log_ratio(num: (f64, f64), (lo, hi): (f64, f64), d: f64) -> (f64, f64
             / diff.abs();
         ((d / w * diff).ln_1p(), c)
     };
-    if c_alt < c_direct {
+    let best = if c_alt < c_direct {
         (alt, c_alt)
     } else {
         (direct, c_direct)
+    };
+    rescue(best, lo, hi, d, t_den)
+}
+
+/// Where the formulations above are too ill-conditioned for 1e-10
+/// (4e-16·condition > 1e-10), the better-conditioned of the small-shift
+/// series and the lower-tail form, when they apply. Only such points: a
+/// point the other formulations already answered keeps its exact bits.
+fn rescue(best: (f64, f64), lo: f64, hi: f64, d: f64, t_den: f64) -> (f64, f64) {
+    if best.1 * 4e-16 <= 1e-10 {
+        return best;
     }
+    [small_shift_series(lo, hi, d, t_den), lower_tail_shift(lo, hi, d)]
+        .into_iter()
+        .flatten()
+        .fold(best, |b, c| if c.1 < b.1 { c } else { b })
+}
+
+/// κ-type ratio log M(lo+d, hi+d) − log M(lo, hi) when both the width
+/// w = hi − lo and the shift d are small next to the scale of φ at the
+/// centre c = (lo + hi + d)/2: M(lo+d, hi+d) − M(lo, hi) = d·E[φ(c + U)],
+/// U the sum of independent centred uniforms of widths w and d, expanded
+/// to fourth order: E[φ(c+U)] = φ(c)·(1 + (c² − 1)·E[U²]/2 + (c⁴ − 6c² + 3)·E[U⁴]/24),
+/// E[U²] = (w² + d²)/12, E[U⁴] = w⁴/80 + w²d²/24 + d⁴/80; the sixth-order
+/// remainder is below 1e-13 relative where (w + d)(1 + |c|) ≤ 0.02. Then
+/// the ratio is ln_1p(d·E[φ(c+U)]/M(lo, hi)), no cancellation
+/// (`t_den` = log M(lo, hi)).
+fn small_shift_series(lo: f64, hi: f64, d: f64, t_den: f64) -> Option<(f64, f64)> {
+    let w = hi - lo;
+    let c = 0.5 * lo + 0.5 * hi + 0.5 * d;
+    if !((w + d) * (1.0 + c.abs()) <= 0.02) || !t_den.is_finite() {
+        return None;
+    }
+    let (w2, d2, c2) = (w * w, d * d, c * c);
+    let u2 = (w2 + d2) / 12.0;
+    let u4 = w2 * w2 / 80.0 + w2 * d2 / 24.0 + d2 * d2 / 80.0;
+    let series = 1.0 + (c2 - 1.0) * u2 / 2.0 + (c2 * c2 - 6.0 * c2 + 3.0) * u4 / 24.0;
+    let x = d * (super::normal::log_pdf(c) - t_den).exp() * series;
+    Some((x.ln_1p(), 4.0))
+}
+
+/// κ-type ratio deep in Φ's lower tail (hi + d ≤ 0), where log M(·) is
+/// ≈ −hi²/2 and the plain difference cancels: with G(x) = φ(x)·h(−x)
+/// (Φ(x) = φ(x)·R(−x) when w = 0, R the Mills ratio) and
+/// log M(lo, hi) = log G(hi) + ln(1 − G(lo)/G(hi)) − ln w,
+/// log G(hi + d) − log G(hi) = −d·(hi + d/2) + ln(h(−hi−d)/h(−hi)) and
+/// log G(lo) − log G(hi) = w·(lo + hi)/2 + ln(h(−lo)/h(−hi)) are formed
+/// without the squares, so every summand is moderate.
+fn lower_tail_shift(lo: f64, hi: f64, d: f64) -> Option<(f64, f64)> {
+    use super::normal::{h, mills};
+    if !(hi + d <= 0.0) {
+        return None;
+    }
+    let w = hi - lo;
+    let quad = -d * (hi + 0.5 * d);
+    if w <= 0.0 {
+        let v = quad + (mills(-(hi + d)) / mills(-hi)).ln();
+        return Some((v, (quad.abs() + 1.0) / v.abs()));
+    }
+    let gap = |l: f64, u: f64| w * (0.5 * l + 0.5 * u) + (h(-l) / h(-u)).ln();
+    let b = |l: f64, u: f64| (-gap(l, u).exp_m1()).ln();
+    let head = quad + (h(-(hi + d)) / h(-hi)).ln();
+    let (b1, b0) = (b(lo + d, hi + d), b(lo, hi));
+    let v = head + b1 - b0;
+    let c = (quad.abs() + 1.0 + b1.abs() + b0.abs()) / v.abs();
+    Some((v, if c.is_finite() { c } else { f64::INFINITY }))
 }
 
 /// Phase-2 ex-post terms of PrivITP for a released λ̃ (`thm:privitp_priv`,
