@@ -18,22 +18,26 @@ pub struct RewardRows {
     pub row_col: String,
 }
 
-/// Add each reward model's column to `frame` (a sorted range of complete
-/// prompts), in the order given.
-pub fn join_all(mut frame: DataFrame, rights: Vec<(String, RewardRows)>) -> Result<DataFrame> {
-    match KeyIndex::build(&frame)? {
-        Some(index) => {
-            for (name, right) in rights {
-                frame = join_rewards_keyed(frame, &index, &name, right)?;
-            }
-        }
-        None => {
-            for (_, right) in rights {
-                frame = join_rewards(frame, right)?;
-            }
+/// Adds reward files' columns, one at a time, to a sorted range of complete
+/// prompts (one reward file's rows in memory at a time).
+pub struct Joiner {
+    index: Option<KeyIndex>,
+}
+
+impl Joiner {
+    pub fn new(frame: &DataFrame) -> Result<Self> {
+        Ok(Self {
+            index: KeyIndex::build(frame)?,
+        })
+    }
+
+    /// Add the column `name` from `right` to `frame`.
+    pub fn join(&self, frame: DataFrame, name: &str, right: RewardRows) -> Result<DataFrame> {
+        match &self.index {
+            Some(index) => join_rewards_keyed(frame, index, name, right),
+            None => join_rewards(frame, right),
         }
     }
-    Ok(frame)
 }
 
 fn left_join_in_order(left: &DataFrame, right: &DataFrame, keys: &[&str]) -> Result<DataFrame> {

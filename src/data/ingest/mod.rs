@@ -269,16 +269,17 @@ fn next_range(inputs: &mut Inputs, opts: &IngestOptions) -> Result<Option<Range>
         } else {
             stream::last_prompt(&frame)?
         };
-        let mut rights = Vec::new();
+        // One reward file at a time: its rows of this range, canonical, joined.
+        let joiner = join::Joiner::new(&frame)?;
         for i in 0..inputs.rewards.len() {
             let r = &mut inputs.rewards[i];
             let rows = r.take_upto(upto.as_deref())?;
             let keys = inputs.responses.ids.keys.as_ref();
             let rows = pair::reward_rows(&r.name, &r.src, rows, keys);
             let name = r.name.clone();
-            rights.push((name, explain(rows, inputs)?));
+            let right = explain(rows, inputs)?;
+            frame = explain(joiner.join(frame, &name, right), inputs)?;
         }
-        frame = explain(join::join_all(frame, rights), inputs)?;
         if let Some(u) = &upto {
             inputs.responses.ids.retain_from(u);
         }
