@@ -377,8 +377,20 @@ fn privitp_max_and_table_eps2_match_mpmath() {
         let want: f64 = value.parse().unwrap();
         let clamp = format!("{lo},{hi}");
         let common = [
-            "--r-max", r_max, "--delta-r", delta_r, "--L", l, "--n", n, "--clamp", &clamp,
-            "--delta", delta, "--format", "csv",
+            "--r-max",
+            r_max,
+            "--delta-r",
+            delta_r,
+            "--L",
+            l,
+            "--n",
+            n,
+            "--clamp",
+            &clamp,
+            "--delta",
+            delta,
+            "--format",
+            "csv",
         ];
         let sigma = (2.0 * sz.parse::<f64>().unwrap()).to_string();
         let (args, col): (Vec<&str>, usize) = match kind {
@@ -440,5 +452,8 @@ fn privitp_max_and_table_eps2_match_mpmath() {
             c => panic!("{args:?}: exit {c:?}: {}", stderr(&o)),
         }
     }
-    assert!(checked >= 20 && refused <= 1, "checked {checked}, refused {refused}");
+    assert!(
+        checked >= 20 && refused <= 1,
+        "checked {checked}, refused {refused}"
+    );
 }

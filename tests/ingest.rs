@@ -728,10 +728,19 @@ fn write_stream_pair(
     };
     let all: Vec<&(String, i64, bool, f64, f64, f64)> = rows.iter().collect();
     let mut resp = DataFrame::new_infer_height(vec![
-        Column::new("prompt_id".into(), all.iter().map(|r| r.0.clone()).collect::<Vec<_>>()),
+        Column::new(
+            "prompt_id".into(),
+            all.iter().map(|r| r.0.clone()).collect::<Vec<_>>(),
+        ),
         rid_col(&all),
-        Column::new("correct".into(), all.iter().map(|r| r.2).collect::<Vec<_>>()),
-        Column::new("gen_seconds".into(), all.iter().map(|r| r.5).collect::<Vec<_>>()),
+        Column::new(
+            "correct".into(),
+            all.iter().map(|r| r.2).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "gen_seconds".into(),
+            all.iter().map(|r| r.5).collect::<Vec<_>>(),
+        ),
     ])
     .unwrap();
     write_grouped(&dir.join("responses.parquet"), &mut resp, 7);
@@ -748,7 +757,10 @@ fn write_stream_pair(
     };
     for (name, sel, col, rg) in [("a", a_rows, 3, 11), ("b", all.clone(), 4, 5)] {
         let mut df = DataFrame::new_infer_height(vec![
-            Column::new("prompt_id".into(), sel.iter().map(|r| r.0.clone()).collect::<Vec<_>>()),
+            Column::new(
+                "prompt_id".into(),
+                sel.iter().map(|r| r.0.clone()).collect::<Vec<_>>(),
+            ),
             rid_col(&sel),
             Column::new(
                 "reward".into(),
@@ -814,7 +826,10 @@ fn streamed_ingest_equals_whole_file_ingest() {
     let d = tempfile::tempdir().unwrap();
     let rows = stream_rows();
     let mut df = DataFrame::new_infer_height(vec![
-        Column::new("q".into(), rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>()),
+        Column::new(
+            "q".into(),
+            rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>(),
+        ),
         Column::new("ok".into(), rows.iter().map(|r| r.2).collect::<Vec<_>>()),
         Column::new("ra".into(), rows.iter().map(|r| r.3).collect::<Vec<_>>()),
     ])
@@ -884,12 +899,7 @@ fn streamed_input_out_of_prompt_order_is_refused_with_the_fix() {
     let args = write_stream_pair(d.path(), &stream_rows(), false);
     let b = d.path().join("rewards_b.parquet");
     let mut df = read_parquet(&b);
-    let late = df
-        .column("prompt_id")
-        .unwrap()
-        .str()
-        .unwrap()
-        .equal("q03");
+    let late = df.column("prompt_id").unwrap().str().unwrap().equal("q03");
     let mut moved = df.filter(&!&late).unwrap();
     moved.vstack_mut(&df.filter(&late).unwrap()).unwrap();
     df = moved;

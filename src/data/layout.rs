@@ -198,7 +198,10 @@ impl LayoutWriter {
         if pending.height() > rows {
             self.pending = Some(pending.slice(rows as i64, pending.height() - rows));
         }
-        self.pending_offsets = self.pending_offsets[k..].iter().map(|&o| o - rows).collect();
+        self.pending_offsets = self.pending_offsets[k..]
+            .iter()
+            .map(|&o| o - rows)
+            .collect();
         Ok(())
     }
 

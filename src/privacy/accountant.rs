@@ -150,10 +150,13 @@ fn rescue(best: (f64, f64), lo: f64, hi: f64, d: f64, t_den: f64) -> (f64, f64) 
     if best.1 * 4e-16 <= 1e-10 {
         return best;
     }
-    [small_shift_series(lo, hi, d, t_den), lower_tail_shift(lo, hi, d)]
-        .into_iter()
-        .flatten()
-        .fold(best, |b, c| if c.1 < b.1 { c } else { b })
+    [
+        small_shift_series(lo, hi, d, t_den),
+        lower_tail_shift(lo, hi, d),
+    ]
+    .into_iter()
+    .flatten()
+    .fold(best, |b, c| if c.1 < b.1 { c } else { b })
 }
 
 /// κ-type ratio log M(lo+d, hi+d) − log M(lo, hi) when both the width
@@ -168,7 +171,8 @@ fn rescue(best: (f64, f64), lo: f64, hi: f64, d: f64, t_den: f64) -> (f64, f64) 
 fn small_shift_series(lo: f64, hi: f64, d: f64, t_den: f64) -> Option<(f64, f64)> {
     let w = hi - lo;
     let c = 0.5 * lo + 0.5 * hi + 0.5 * d;
-    if !((w + d) * (1.0 + c.abs()) <= 0.02) || !t_den.is_finite() {
+    let small = (w + d) * (1.0 + c.abs());
+    if small.is_nan() || small > 0.02 || !t_den.is_finite() {
         return None;
     }
     let (w2, d2, c2) = (w * w, d * d, c * c);
@@ -188,7 +192,7 @@ fn small_shift_series(lo: f64, hi: f64, d: f64, t_den: f64) -> Option<(f64, f64)
 /// without the squares, so every summand is moderate.
 fn lower_tail_shift(lo: f64, hi: f64, d: f64) -> Option<(f64, f64)> {
     use super::normal::{h, mills};
-    if !(hi + d <= 0.0) {
+    if (hi + d).is_nan() || hi + d > 0.0 {
         return None;
     }
     let w = hi - lo;

@@ -185,4 +185,3 @@ pub fn output_frame(frame: &DataFrame, reward_models: &[String]) -> Result<DataF
     }
     Ok(DataFrame::new_infer_height(columns)?)
 }
-

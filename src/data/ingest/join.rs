@@ -138,7 +138,11 @@ fn join_rewards_keyed(
     name: &str,
     right: RewardRows,
 ) -> Result<DataFrame> {
-    let RewardRows { right, src, row_col } = right;
+    let RewardRows {
+        right,
+        src,
+        row_col,
+    } = right;
     let rw_rows = right.height();
     // Right-side keys; a prompt or id the responses cannot have is an orphan at once.
     let mut keys = Vec::with_capacity(rw_rows);
@@ -232,7 +236,11 @@ fn bail_orphan(
 /// The general path (response ids outside u32): left-join on (prompt_id,
 /// response_id) directly, with the same checks.
 fn join_rewards(frame: DataFrame, right: RewardRows) -> Result<DataFrame> {
-    let RewardRows { right, src, row_col } = right;
+    let RewardRows {
+        right,
+        src,
+        row_col,
+    } = right;
     let rw_rows = right.height();
     let keys = [cols::PROMPT_ID, cols::RESPONSE_ID];
     let joined = left_join_in_order(&frame, &right, &keys)?;
@@ -268,4 +276,3 @@ fn join_rewards(frame: DataFrame, right: RewardRows) -> Result<DataFrame> {
     drop(frame);
     Ok(joined.drop(&row_col)?)
 }
-

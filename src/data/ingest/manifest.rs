@@ -39,7 +39,11 @@ fn sum_start() -> f64 {
 /// gives the f32's exact f64 value).
 fn order_key(x: f32) -> u32 {
     let b = x.to_bits();
-    if b & 0x8000_0000 != 0 { !b } else { b | 0x8000_0000 }
+    if b & 0x8000_0000 != 0 {
+        !b
+    } else {
+        b | 0x8000_0000
+    }
 }
 
 fn from_key(k: u32) -> f32 {
@@ -173,10 +177,7 @@ impl Stats {
                 Pass2 {
                     mean: a.sum / a.n as f64,
                     ss: sum_start(),
-                    targets: [
-                        locate(&a.hi, rank(0.001, n)),
-                        locate(&a.hi, rank(0.999, n)),
-                    ],
+                    targets: [locate(&a.hi, rank(0.001, n)), locate(&a.hi, rank(0.999, n))],
                     lo: [vec![0; 1 << 16], vec![0; 1 << 16]],
                 }
             })

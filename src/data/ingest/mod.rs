@@ -136,7 +136,9 @@ fn open_inputs(opts: &IngestOptions) -> Result<Inputs> {
     match &opts.source {
         IngestSource::ParquetPair { responses, rewards } => {
             if rewards.is_empty() {
-                bail_input!("no reward files given; pass --rewards NAME=PATH once per reward model");
+                bail_input!(
+                    "no reward files given; pass --rewards NAME=PATH once per reward model"
+                );
             }
             let mut names: Vec<String> = Vec::new();
             for (n, _) in rewards {
@@ -293,7 +295,12 @@ fn next_range(inputs: &mut Inputs, opts: &IngestOptions) -> Result<Option<Range>
         ),
         inputs,
     )?;
-    checks::check_f32_range(&frame, &inputs.reward_models, &inputs.primary, &inputs.files)?;
+    checks::check_f32_range(
+        &frame,
+        &inputs.reward_models,
+        &inputs.primary,
+        &inputs.files,
+    )?;
     let offsets = checks::check_prompt_sizes(&frame, &inputs.primary)?;
     let out = checks::output_frame(&frame, &inputs.reward_models)?;
     Ok(Some(Range {
@@ -347,8 +354,7 @@ pub fn ingest(opts: &IngestOptions) -> Result<IngestReport> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "dataset".into()),
     };
-    let mut manifest =
-        stats.manifest(finished, name, opts, inputs.form, &inputs.files, dropped)?;
+    let mut manifest = stats.manifest(finished, name, opts, inputs.form, &inputs.files, dropped)?;
     manifest.integrity = Some(integrity);
     let yaml = yaml_serde::to_string(&manifest)?;
     std::fs::write(stage.manifest(), yaml.as_bytes())
