@@ -457,3 +457,39 @@ fn privitp_max_and_table_eps2_match_mpmath() {
         "checked {checked}, refused {refused}"
     );
 }
+
+/// Phase-2 κ/ρ at 240 random extreme points (tests/data/phase2_vectors.csv
+/// from tests/data/make_phase2_vectors.py, 80-digit mpmath): deep in Φ's
+/// lower tail with Δ_r/R_max down to 1e-12, and intervals ~1e-6 wide near
+/// 0 — the regimes of the small-shift series and the lower-tail form. Each
+/// is within 1e-10 relative of mpmath, or refused (the refusal is budget's
+/// check_condition, which names the valid range).
+#[test]
+fn phase2_terms_at_random_extreme_points_match_mpmath() {
+    let (mut checked, mut refused) = (0, 0);
+    for line in include_str!("data/phase2_vectors.csv").lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let p: Vec<f64> = f[1..6].iter().map(|x| x.parse().unwrap()).collect();
+        let (lam, r, dr, l, want) = (p[0], p[1], p[2], p[3], p[4]);
+        for s in [1e-100, 1.0, 1e100] {
+            let t = Phase2Terms::new(lam * s, s, r * s, dr * s, l);
+            if t.condition * 4e-16 > 1e-10 {
+                refused += 1;
+                continue;
+            }
+            let got = if f[0] == "kappa" { t.kappa } else { t.accept };
+            assert!(
+                got.is_finite() && (rel(got, want) <= 1e-10 || (want == 0.0 && got.abs() < 1e-300)),
+                "{} λ={lam} R={r} Δ={dr} L={l} scale {s}: got {got:e}, mpmath {want:e}, rel {:e}",
+                f[0],
+                rel(got, want)
+            );
+            checked += 1;
+        }
+    }
+    eprintln!("phase 2 (random extremes): {checked} within 1e-10 of mpmath, {refused} refused");
+    assert!(
+        checked + refused == 720 && refused == 0,
+        "checked {checked}, refused {refused}"
+    );
+}
