@@ -980,3 +980,78 @@ fn ingest_streams_in_a_bounded_memory_budget() {
     ok(&run(&a));
     same_files(&whole, &bounded);
 }
+
+/// Delimited text streams too (records split at newlines outside quotes,
+/// column types from the first ≥ 100,000 rows imposed on the rest): a CSV
+/// of 120,000 rows with quoted multi-line fields gives the bytes of reading
+/// it whole, and an error in its second chunk names the same row.
+#[test]
+fn streamed_csv_equals_whole_file_and_names_rows() {
+    let d = tempfile::tempdir().unwrap();
+    // `bad`: the 0-based data row whose reward is NaN.
+    let csv = |bad: Option<usize>| {
+        let mut text = String::from("q,note,ok,ra\n");
+        let mut row = 0;
+        for p in 0..12_000 {
+            for r in (0..10).rev() {
+                let note = if (p * 10 + r) % 997 == 0 {
+                    "\"two\nlines, \"\"quoted\"\"\""
+                } else {
+                    "plain"
+                };
+                let x = ((p * 31 + r * 17) % 23) as f64 / 7.0 - 1.5;
+                let x = if bad == Some(row) {
+                    "NaN".to_string()
+                } else {
+                    x.to_string()
+                };
+                text.push_str(&format!("p{p:05},{note},{},{x}\n", (p + r) % 3 == 0));
+                row += 1;
+            }
+        }
+        text
+    };
+    let text = csv(None);
+    let path = d.path().join("table.csv");
+    std::fs::write(&path, &text).unwrap();
+    let args = |path: &Path| -> Vec<String> {
+        [
+            "--table",
+            &path.display().to_string(),
+            "--prompt-col",
+            "q",
+            "--correct-col",
+            "ok",
+            "--reward-col",
+            "a=ra",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let whole = d.path().join("whole");
+    let mut a = args(&path);
+    a.push("--in-memory".into());
+    ok(&ingest(&a, &whole));
+    let out = d.path().join("chunked");
+    let mut a = args(&path);
+    a.extend(["--chunk-rows".into(), "1".into()]);
+    ok(&ingest(&a, &out));
+    same_files(&whole, &out);
+
+    // A bad value in the second chunk (data row 110,001): the same message
+    // streamed as whole.
+    let bad = csv(Some(110_000));
+    let path = d.path().join("bad.csv");
+    std::fs::write(&path, &bad).unwrap();
+    let mut msgs = Vec::new();
+    for extra in ["--in-memory", "--force"] {
+        let mut a = args(&path);
+        a.push(extra.into());
+        let o = ingest(&a, &d.path().join("bad-out"));
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        msgs.push(stderr(&o));
+    }
+    assert!(msgs[0].contains("row 110001"), "{}", msgs[0]);
+    assert_eq!(msgs[0], msgs[1]);
+}

@@ -128,7 +128,7 @@ fn first_char(path: &Path) -> Option<char> {
 /// A delimited file whose header line, split at `sep`, is one field holding
 /// `;`, a tab or `|` was almost certainly written with that separator: say
 /// which flag reads it, instead of reporting missing columns.
-fn check_separator(path: &Path, sep: u8) -> Result<()> {
+pub fn check_separator(path: &Path, sep: u8) -> Result<()> {
     use std::io::BufRead;
     let Ok(f) = File::open(path) else {
         return Ok(());
@@ -261,7 +261,7 @@ pub fn plain_integer_ids(mut df: DataFrame, ids: &[&str]) -> Result<DataFrame> {
 }
 
 /// A schema overwrite typing the id columns present in the CSV header as text.
-fn csv_id_schema(path: &Path, sep: u8, ids: &[&str]) -> Option<SchemaRef> {
+pub fn csv_id_schema(path: &Path, sep: u8, ids: &[&str]) -> Option<SchemaRef> {
     use std::io::BufRead;
     if ids.is_empty() {
         return None;

@@ -7,7 +7,7 @@
 //! validation and writing path, so equivalent inputs give identical datasets.
 //!
 //! **Streaming.** Ingest never holds the dataset: it reads each input in
-//! chunks of whole parquet row groups ([`source`]), cuts them into ranges of
+//! chunks of whole parquet row groups or of CSV records ([`source`]), cuts them into ranges of
 //! complete prompts ([`stream`], which states the row order a file of more
 //! than one chunk must have), joins each range's reward rows ([`join`]),
 //! checks it ([`checks`]), writes it as 32-prompt row groups with their
@@ -16,9 +16,9 @@
 //! the staged scores). Peak memory is bounded by the chunk size
 //! (`--chunk-rows`, default [`source::DEFAULT_CHUNK_ROWS`]) and the
 //! per-prompt index (a few words per prompt), not by the number of rows.
-//! Text inputs (CSV, TSV, JSON) and the nested JSONL are read whole — convert
-//! data that does not fit in memory to parquet. A file of one chunk may be in
-//! any row order; with `--in-memory` every file is one chunk.
+//! JSON inputs (JSON lines, arrays, the nested JSONL) are read whole — their
+//! column types come from the whole file. A file of one chunk may be in any
+//! row order; with `--in-memory` every file is one chunk.
 //!
 //! Modules: [`pair`] and [`table`] (and [`crate::data::nested_jsonl`]) turn
 //! each input form into canonical frames; [`join`] adds reward files;

@@ -7,9 +7,10 @@
 //! within a prompt may come in any order, and so may the rows inside one
 //! chunk. A chunk whose first prompt comes before a prompt already seen is
 //! refused (exit 2, naming the file, row and prompt) with the fix: sort the
-//! file, or `--in-memory` to read it whole. A file of one chunk (the default
-//! up to [`super::source::DEFAULT_CHUNK_ROWS`] rows, every text input, or
-//! `--in-memory`) may be in any order, as before streaming.
+//! file, or `--in-memory` to read it whole. A file of one chunk (by default
+//! up to [`super::source::DEFAULT_CHUNK_ROWS`] parquet rows or 262,144 CSV
+//! records, every JSON input, or `--in-memory`) may be in any order, as
+//! before streaming.
 //!
 //! [`PromptStream`] turns the chunks of the responses file (or flat table)
 //! into canonical frames of *complete* prompts, sorted by (prompt_id,
