@@ -8,11 +8,11 @@
 //!
 //! **Streaming.** Ingest never holds the dataset: it reads each input in
 //! chunks of whole parquet row groups or of CSV records ([`source`]), cuts them into ranges of
-//! complete prompts ([`stream`], which states the row order a file of more
-//! than one chunk must have), joins each range's reward rows ([`join`]),
-//! checks it ([`checks`]), writes it as 32-prompt row groups with their
+//! complete prompts (`stream`, which states the row order a file of more
+//! than one chunk must have), joins each range's reward rows (`join`),
+//! checks it (`checks`), writes it as 32-prompt row groups with their
 //! hashes ([`crate::data::layout::LayoutWriter`]) and accumulates the
-//! dataset statistics bit-exactly ([`manifest`], whose second pass re-reads
+//! dataset statistics bit-exactly (`manifest`, whose second pass re-reads
 //! the staged scores). Peak memory is bounded by the chunk size
 //! (`--chunk-rows`, default [`source::DEFAULT_CHUNK_ROWS`]) and the
 //! per-prompt index (a few words per prompt), not by the number of rows.
@@ -20,9 +20,9 @@
 //! column types come from the whole file. A file of one chunk may be in any
 //! row order; with `--in-memory` every file is one chunk.
 //!
-//! Modules: [`pair`] and [`table`] (and [`crate::data::nested_jsonl`]) turn
-//! each input form into canonical frames; [`join`] adds reward files;
-//! [`checks`] validates; [`manifest`] builds dataset.yaml.
+//! Modules: `pair` and `table` (and [`crate::data::nested_jsonl`]) turn
+//! each input form into canonical frames; `join` adds reward files;
+//! `checks` validates; `manifest` builds dataset.yaml.
 //!
 //! Decisions where design §3 is silent:
 //! * Reward rows whose (prompt_id, response_id) is not in the responses file are
