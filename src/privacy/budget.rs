@@ -135,11 +135,12 @@ pub fn check_scale(p: &BudgetParams, flag: &str, sigma: f64, lambda: Option<f64>
 pub fn check_condition(t: &Phase2Terms, flag: &str, delta_r: f64, sigma_z: f64) -> Result<()> {
     if t.condition * 4e-16 > 1e-10 || !t.kappa.is_finite() || !t.accept.is_finite() {
         bail_input!(
-            "{flag} {delta_r}: Δ_r/σ_Z = {:e} is too small next to R_max, |λ̃| and σ_Z·L (κ = {:e} and ρ = {:e} would be differences of numbers {:.0e}× larger, beyond f64's 1e-10 accuracy); give Δ_r/σ_Z within about 1e-5 of the largest of (R_max + |λ̃|)/σ_Z and L, or larger",
+            "{flag} {delta_r}: Δ_r/σ_Z = {:e} is too small next to R_max, |λ̃| and σ_Z·L (κ = {:e} and ρ = {:e} would be differences of numbers {:.0e}× larger, beyond f64's 1e-10 accuracy in every formulation privalign has); give {flag} ≥ about {} (κ and ρ grow in proportion to Δ_r there)",
             delta_r / sigma_z,
             t.kappa,
             t.accept,
-            t.condition
+            t.condition,
+            num(delta_r * t.condition * 4e-16 / 1e-10)
         );
     }
     Ok(())
