@@ -6,8 +6,6 @@
 //! failed (exit code 1). A function that detects bad input wraps its message in
 //! [`InputError`]; `main` walks the chain looking for it.
 
-use std::fmt;
-
 /// Exit code for a successful run.
 pub const EXIT_OK: i32 = 0;
 /// Exit code when the run itself failed (I/O error, internal failure).
@@ -20,16 +18,9 @@ pub const EXIT_BAD_INPUT: i32 = 2;
 /// The message must name the offending file, row, prompt or key, and say how to
 /// fix it: "responses.parquet: row 17 (prompt p3, response 4): `correct` is 1.5,
 /// outside [0, 1]; correctness must be a bool or a number in [0, 1]".
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct InputError(pub String);
-
-impl fmt::Display for InputError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for InputError {}
 
 /// Build an `anyhow::Error` carrying an [`InputError`].
 pub fn input_error(msg: impl Into<String>) -> anyhow::Error {

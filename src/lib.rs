@@ -9,10 +9,12 @@
 pub mod audit;
 pub mod check;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod data;
 pub mod error;
 pub mod fsutil;
+pub mod math;
 pub mod out;
 pub mod pipeline;
 pub mod privacy;

@@ -11,6 +11,7 @@ use crate::fsutil::{sha256_file, write_atomic};
 use crate::report::format::{Format, Table};
 use crate::report::fsrc::fsrc_table;
 use crate::report::plots::{self, PlotOptions};
+use crate::report::select::CellSelection;
 use crate::report::tables::{self, TableOptions};
 use crate::results::fsrc::FSRC_FILE;
 use crate::results::manifest::MANIFEST_FILE;
@@ -200,9 +201,11 @@ pub fn reproduce(o: &ExperimentOptions) -> Result<()> {
             &set,
             &TableOptions {
                 kind: t.kind,
-                n: t.n,
-                sigma: t.sigma,
-                beta: t.beta,
+                select: CellSelection {
+                    n: t.n,
+                    sigma: t.sigma,
+                    beta: t.beta,
+                },
                 bold_best: true,
             },
         )
@@ -221,9 +224,11 @@ pub fn reproduce(o: &ExperimentOptions) -> Result<()> {
             &set,
             &PlotOptions {
                 kind: p.kind,
-                n: p.n,
-                sigma: p.sigma,
-                beta: p.beta,
+                select: CellSelection {
+                    n: p.n,
+                    sigma: p.sigma,
+                    beta: p.beta,
+                },
             },
             &staged.join("plots"),
             stem,

@@ -3,7 +3,7 @@
 //! or |z| > 5.5), and each is paired with a deliberately broken variant that
 //! the same test must reject.
 
-use privalign::privacy::normal;
+use privalign::math::normal;
 use privalign::select::bon::expected_value_with_replacement;
 use privalign::select::itp::{ItpAcceptance, PrivItpAcceptance};
 use privalign::select::lambda::solve_lambda;

@@ -8,12 +8,12 @@
 //! replacement, an explicit σ_X/σ_Z split, nodes with βM ≤ 0, and equal node
 //! weights (under Gauss–Hermite weights the outer nodes' errors hide).
 
+use privalign::math::quadrature::gauss_hermite_normal;
 use privalign::privacy::accountant::{Phase2Terms, privbon_gumbel_eps};
 use privalign::select::itp::{ItpAcceptance, PrivItpAcceptance};
 use privalign::select::lambda::solve_lambda;
 use privalign::select::pool::{Pool, Values};
 use privalign::select::privbon::softmax_weights;
-use privalign::select::quadrature::gauss_hermite_normal;
 use privalign::select::rejection::{RejectionOutcome, rejection_conditional, rejection_sampled};
 use privalign::sweep::engine::*;
 use privalign::sweep::seed::{StreamKey, StreamUse};
@@ -91,7 +91,7 @@ mod oracle {
                 items: Vec::new(),
             };
             for (k, alg) in cfg.algorithms.iter().enumerate() {
-                let mut coins = key.rng(rep, StreamUse::Mechanism(alg.mechanism_stream()));
+                let mut coins = key.rng(rep, StreamUse::Mechanism(mechanism_stream(alg)));
                 let m = match *alg {
                     Algorithm::Bon => {
                         let best = rewards.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -522,4 +522,60 @@ fn the_oracle_comparison_detects_a_wrong_node_weight() {
     let slow = oracle::run_item(&p, 64, &k, &cfg, &broken);
     let rel = ((fast[0].eps.unwrap() - slow[0].eps.unwrap()) / slow[0].eps.unwrap()).abs();
     assert!(rel > 1e-9, "a moved node weight went unnoticed ({rel:e})");
+}
+
+/// Every instruction set the CPU offers gives the same bits (the walk's
+/// variants are forced one by one through the plan): results must not
+/// depend on which node of a cluster computed them. Covers walks that cross
+/// the survival cut-off mid-block, 12 nodes (padding lanes), βM ≤ 0 nodes
+/// and shared batches.
+#[test]
+fn every_simd_level_gives_the_same_bits() {
+    use privalign::sweep::engine::lockstep::SimdLevel;
+    let levels = SimdLevel::available();
+    eprintln!("SIMD levels on this CPU: {levels:?}");
+    let split = |sx: f64, sz: f64, batches| {
+        Algorithm::PrivItp(PrivItpParams {
+            sigma_x: sx,
+            sigma_z: sz,
+            beta: 0.05,
+            l: 4.0,
+            clamp: None,
+            batches,
+        })
+    };
+    let mut algs = algorithms(0.25, 0.05);
+    algs.push(split(2.0, 0.01, Batches::Fresh));
+    algs.push(split(0.125, 0.125, Batches::Shared));
+    let cfg = EngineConfig::new(algs, 3, Estimator::Conditional);
+    for (pi, (size, levels_of_pool)) in [(200usize, 20u32), (1000, 1000)].into_iter().enumerate() {
+        let p = pool(size, levels_of_pool, 40 + pi as u64);
+        for nodes in [gauss_hermite_normal(16), equal_weights(12)] {
+            for n in [1usize, 31, 33, 100, 700] {
+                let k = key("simd", n);
+                let mut plan = Plan::with_nodes(&cfg, nodes.clone());
+                plan.simd = SimdLevel::Baseline;
+                let want = run_item_with(&plan, &p, n, &k);
+                for &level in &levels {
+                    plan.simd = level;
+                    let got = run_item_with(&plan, &p, n, &k);
+                    for (a, (g, w)) in got.iter().zip(&want).enumerate() {
+                        let bits = |m: &privalign::sweep::engine::Metrics| {
+                            [
+                                m.values.gold,
+                                m.values.proxy,
+                                m.values.win_gold,
+                                m.values.win_proxy,
+                                m.generations,
+                                m.halting_time.unwrap_or(-1.0),
+                                m.eps.unwrap_or(-1.0),
+                            ]
+                            .map(f64::to_bits)
+                        };
+                        assert_eq!(bits(g), bits(w), "{level:?} pool {pi} n={n} algorithm {a}");
+                    }
+                }
+            }
+        }
+    }
 }

@@ -97,7 +97,7 @@ fn privbon_exponential_mechanism_ratio_bound() {
 fn accept_prob(q: f64, lt: f64, sigma_z: f64, beta_m: f64) -> f64 {
     let k = 4000;
     let h = 1.0 / k as f64;
-    let f = |u: f64| privalign::privacy::normal::cdf((q - lt - beta_m * u) / sigma_z);
+    let f = |u: f64| privalign::math::normal::cdf((q - lt - beta_m * u) / sigma_z);
     let mut s = f(0.0) + f(1.0);
     for i in 1..k {
         s += if i % 2 == 1 { 4.0 } else { 2.0 } * f(i as f64 * h);

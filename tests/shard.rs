@@ -278,3 +278,59 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// A shard reads only its slice: the rows of scores.parquet it decoded
+/// (recorded in shard.yaml) are exactly the rows of its own blocks, once per
+/// reward model — no prompt outside its units. (FSRC, which draws over all
+/// prompts, is off here; with it the FSRC shard reads its reward model whole.)
+#[test]
+fn each_shard_reads_only_its_own_blocks() {
+    let reader = privalign::data::reader::DatasetReader::open(demo_prepared()).unwrap();
+    let n = 4;
+    let mut total = 0u64;
+    for k in 0..n {
+        let out = scratch().join(format!("slice{n}/{k}"));
+        ok(&run_s(&sweep_args(
+            &out,
+            1,
+            &[
+                "--shard".into(),
+                format!("{k}/{n}"),
+                "--set".into(),
+                "fsrc=null".into(),
+            ],
+        )));
+        let text = std::fs::read_to_string(out.join("shard.yaml")).unwrap();
+        let m: yaml_serde::Value = yaml_serde::from_str(&text).unwrap();
+        let want: u64 = m["units"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|u| {
+                let name = u.as_str().unwrap();
+                let b: usize = name
+                    .rsplit_once("-b")
+                    .and_then(|(_, rest)| rest.strip_suffix(".parquet"))
+                    .unwrap_or_else(|| panic!("{name}: not a block unit"))
+                    .parse()
+                    .unwrap();
+                reader.blocks[b].rows.len() as u64
+            })
+            .sum();
+        let got = m["rows_read"].as_u64().unwrap();
+        assert_eq!(
+            got, want,
+            "shard {k}/{n} read {got} rows, its units hold {want}"
+        );
+        total += got;
+    }
+    // Together the shards read every (block, reward model) exactly once.
+    let rms = yaml_serde::from_str::<yaml_serde::Value>(
+        &std::fs::read_to_string(scratch().join(format!("slice{n}/0/shard.yaml"))).unwrap(),
+    )
+    .unwrap()["config"]["reward_models"]
+        .as_mapping()
+        .unwrap()
+        .len() as u64;
+    assert_eq!(total, rms * reader.offsets.last().copied().unwrap() as u64);
+}

@@ -3,6 +3,7 @@
 //! thing added here is PrivITP's maximum over λ̃ for one halting time t.
 
 use super::{AuditSetting, Fault};
+use crate::math::maximise::maximise_on_interval;
 use crate::privacy::accountant::{
     Phase2Terms, privbon_gauss_eps, privbon_gumbel_eps, privitp_eps_max,
 };
@@ -36,41 +37,11 @@ pub fn eps2_post(s: &AuditSetting, lambda_tilde: f64, t: usize, fault: Fault) ->
 /// The ex-post claim for outputs halting at t: ε_1 + max over λ̃ in the clamp
 /// of ε_2^post(t; λ̃) (`thm:privitp_priv`: every output (λ̃, t) costs
 /// ε_1 + ε_2^post(t; λ̃), so an event inside {halting time t} costs at most
-/// this), with the maximising λ̃. Same search as `privitp_eps_max`: a
-/// 401-point grid refined by golden section.
+/// this), with the maximising λ̃ — found by the accountant's own maximiser
+/// ([`maximise_on_interval`]), so claim and accountant search alike.
 pub fn privitp_t(s: &AuditSetting, t: usize, fault: Fault) -> (f64, f64) {
-    let g = |lt: f64| eps2_post(s, lt, t, fault);
     let (lo, hi) = s.clamp;
-    if hi <= lo {
-        return (eps1(s) + g(lo), lo);
-    }
-    let k = 400;
-    let step = (hi - lo) / k as f64;
-    let (mut best_x, mut best) = (lo, f64::NEG_INFINITY);
-    for i in 0..=k {
-        let x = lo + i as f64 * step;
-        let v = g(x);
-        if v > best {
-            best = v;
-            best_x = x;
-        }
-    }
-    let (mut a, mut b) = ((best_x - step).max(lo), (best_x + step).min(hi));
-    let phi = 0.5 * (5f64.sqrt() - 1.0);
-    for _ in 0..100 {
-        let x1 = b - phi * (b - a);
-        let x2 = a + phi * (b - a);
-        if g(x1) > g(x2) {
-            b = x2;
-        } else {
-            a = x1;
-        }
-    }
-    let mid = 0.5 * (a + b);
-    if g(mid) > best {
-        best = g(mid);
-        best_x = mid;
-    }
+    let (best_x, best) = maximise_on_interval(|lt| eps2_post(s, lt, t, fault), lo, hi);
     (eps1(s) + best, best_x)
 }
 

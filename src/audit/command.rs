@@ -24,6 +24,7 @@ use crate::error::input_error;
 use crate::fsutil::write_atomic;
 use crate::privacy::accountant::PrivacyParams;
 use crate::report::format::{Cell, ColumnSpec, Table};
+use crate::select::algorithm::AlgorithmKind;
 
 /// File written into the results directory.
 pub const AUDIT_FILE: &str = "audit.json";
@@ -38,7 +39,7 @@ pub enum AuditFormat {
 #[derive(Debug, Args)]
 pub struct AuditArgs {
     /// Mechanism(s) to audit (comma-separated).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "privbon")]
+    #[arg(long, value_enum, value_delimiter = ',', default_value = AlgorithmKind::PrivBon.cli_name())]
     pub mechanism: Vec<Mechanism>,
     /// Total noise σ (comma-separated; PrivITP splits σ_X = σ_Z = σ/2).
     #[arg(long, value_delimiter = ',', default_values_t = [1.0])]

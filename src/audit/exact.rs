@@ -15,11 +15,11 @@
 //!   smallest ε with sup_{E ⊆ {t}} P_D(E) − e^ε P_D′(E) ≤ δ in both
 //!   directions, i.e. the hockey-stick integral ∫ (p_D − e^ε p_D′)_+ ≤ δ.
 
-use crate::privacy::normal::{log_cdf, log_pdf};
+use crate::math::normal::{log_cdf, log_pdf};
+use crate::math::quadrature::log_integrate_exp;
 use crate::select::itp::PrivItpAcceptance;
 use crate::select::pool::{Pool, Values};
 use crate::select::privbon::softmax_weights;
-use crate::select::quadrature::log_integrate_exp;
 
 /// A pool whose proxy rewards are `rewards` (the samplers read only r̂).
 pub fn pool(rewards: &[f64]) -> Pool {

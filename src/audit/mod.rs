@@ -31,6 +31,7 @@ pub mod view;
 use serde::{Deserialize, Serialize};
 
 use crate::privacy::accountant::PrivacyParams;
+use crate::select::algorithm::{AlgorithmKind, split_sigma};
 
 /// The audited mechanisms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -49,9 +50,9 @@ pub enum Mechanism {
 impl Mechanism {
     pub fn name(self) -> &'static str {
         match self {
-            Mechanism::Privbon => "privbon",
-            Mechanism::PrivbonGauss => "privbon-gauss",
-            Mechanism::Privitp => "privitp",
+            Mechanism::Privbon => AlgorithmKind::PrivBon.cli_name(),
+            Mechanism::PrivbonGauss => AlgorithmKind::PrivBonGauss.cli_name(),
+            Mechanism::Privitp => AlgorithmKind::PrivItp.cli_name(),
             Mechanism::Fsrc => "fsrc",
         }
     }
@@ -103,10 +104,8 @@ pub struct AuditSetting {
 impl AuditSetting {
     /// PrivITP's (σ_X, σ_Z).
     pub fn split(&self) -> (f64, f64) {
-        (
-            self.sigma_x.unwrap_or(self.sigma / 2.0),
-            self.sigma_z.unwrap_or(self.sigma / 2.0),
-        )
+        let (sx, sz) = split_sigma(self.sigma);
+        (self.sigma_x.unwrap_or(sx), self.sigma_z.unwrap_or(sz))
     }
 }
 

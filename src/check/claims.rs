@@ -6,7 +6,7 @@
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::report::tables::{close, ordered, uses_beta, uses_sigma};
+use crate::report::select::{close, ordered, uses_beta, uses_sigma};
 use crate::results::read::{ResultsSet, SummaryRecord};
 use crate::results::summary::mean_se;
 

@@ -57,7 +57,7 @@ pub fn verify(dir: &Path, m: &ResultsManifest) -> Result<Verified> {
         let ds: Vec<(String, String)> = m
             .datasets
             .iter()
-            .map(|d| (d.name.clone(), d.scores_sha256.clone()))
+            .map(|d| (d.name.clone(), d.content_sha256.clone()))
             .collect();
         let h = config_hash(&m.config, &ds)?;
         if h != m.config_hash {

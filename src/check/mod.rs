@@ -10,10 +10,12 @@ use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
 
 use crate::config::Experiment;
+use crate::fsutil::StagedDir;
 use crate::fsutil::write_atomic;
 use crate::report::format::{Cell, ColumnSpec, Table};
-use crate::report::tables::ordered;
+use crate::report::select::ordered;
 use crate::results::read::{ResultsSet, read_results_set};
+use crate::select::algorithm::names::{BON, PRIVBON, PRIVITP};
 use crate::sweep::run::{SweepOptions, sweep};
 use claims::{ClaimsFile, evaluate};
 use reference::{REFERENCE_FILE, RefNumber, Reference, Source, Tolerance, compare, lookup};
@@ -30,13 +32,18 @@ pub struct CheckOptions {
 }
 
 /// Rerun the sweep recorded in `dir`'s manifest (its resolved config) into a
-/// scratch directory, leaving `dir` untouched.
-fn recompute(dir: &Path, threads: Option<usize>) -> Result<(ResultsSet, tempfile_dir::Scratch)> {
+/// scratch directory, leaving `dir` untouched. The scratch directory is a
+/// staged directory that is never committed, so dropping it (after the
+/// comparison, or on any error) removes it.
+fn recompute(dir: &Path, threads: Option<usize>) -> Result<(ResultsSet, StagedDir)> {
     let set = read_results_set(&[dir.to_path_buf()])?;
     let m = &set.dirs[0].manifest;
     let config_path = integrity::locate_config(dir, &m.config_path);
     let exp = Experiment::resolve(m.config.clone(), &config_path)?;
-    let scratch = tempfile_dir::Scratch::new()?;
+    let scratch = StagedDir::new(
+        &std::env::temp_dir().join(format!("privalign-check-{}", std::process::id())),
+        true,
+    )?;
     eprintln!(
         "check: recomputing {} from {} into {}",
         dir.display(),
@@ -53,35 +60,6 @@ fn recompute(dir: &Path, threads: Option<usize>) -> Result<(ResultsSet, tempfile
         },
     )?;
     Ok((read_results_set(&[scratch.path().to_path_buf()])?, scratch))
-}
-
-/// A scratch directory removed on drop (std only; no tempfile at run time).
-mod tempfile_dir {
-    use anyhow::{Context, Result};
-    use std::path::{Path, PathBuf};
-
-    pub struct Scratch(PathBuf);
-
-    impl Scratch {
-        pub fn new() -> Result<Self> {
-            let p = std::env::temp_dir().join(format!("privalign-check-{}", std::process::id()));
-            if p.exists() {
-                std::fs::remove_dir_all(&p).ok();
-            }
-            std::fs::create_dir_all(&p).with_context(|| format!("creating {}", p.display()))?;
-            Ok(Self(p))
-        }
-
-        pub fn path(&self) -> &Path {
-            &self.0
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
 }
 
 fn tol_text(t: Tolerance) -> String {
@@ -112,7 +90,7 @@ pub fn default_reference(set: &ResultsSet) -> Result<Reference> {
         let bon_peak = recs
             .iter()
             .filter(|b| {
-                b.algorithm == "bon" && b.dataset == r.dataset && b.reward_model == r.reward_model
+                b.algorithm == BON && b.dataset == r.dataset && b.reward_model == r.reward_model
             })
             .max_by(|a, b| {
                 a.stat("lift")
@@ -148,7 +126,7 @@ pub fn default_reference(set: &ResultsSet) -> Result<Reference> {
             numbers.extend(base("lift", Tolerance::Se { se: 1.0 }, "lift"));
         }
         if r.n == n_max {
-            let tol = if r.algorithm == "privitp" {
+            let tol = if r.algorithm == PRIVITP {
                 Tolerance::Se { se: 1.0 }
             } else {
                 Tolerance::Abs { abs: 1e-6 }
@@ -192,15 +170,21 @@ pub fn default_reference(set: &ResultsSet) -> Result<Reference> {
         .fsrc()
         .next()
         .map(|f| f.n)
-        .filter(|n| recs.iter().any(|r| r.algorithm == "privitp" && r.n == *n))
+        .filter(|n| recs.iter().any(|r| r.algorithm == PRIVITP && r.n == *n))
         .unwrap_or(n_max);
     let sigmas = crate::report::tables::distinct(
         recs.iter()
-            .filter(|r| r.algorithm == "privitp")
+            .filter(|r| r.algorithm == PRIVITP)
             .filter_map(|r| r.sigma),
     );
     for s in sigmas {
-        for stat in ["eps_privbon", "eps1", "eps2_post", "eps_privitp"] {
+        let stats: [String; 4] = [
+            format!("eps_{PRIVBON}"),
+            "eps1".into(),
+            "eps2_post".into(),
+            format!("eps_{PRIVITP}"),
+        ];
+        for stat in stats {
             let mut n = RefNumber {
                 name: format!("budget {stat} σ={s} n={budget_n}"),
                 source: Source::Budget,
@@ -210,7 +194,7 @@ pub fn default_reference(set: &ResultsSet) -> Result<Reference> {
                 sigma: Some(s),
                 beta: None,
                 n: Some(budget_n),
-                stat: stat.into(),
+                stat: stat.clone(),
                 value: 0.0,
                 se: None,
                 tolerance: Tolerance::Abs { abs: 1e-6 },

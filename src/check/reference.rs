@@ -8,7 +8,9 @@ use std::collections::BTreeSet;
 
 use crate::config::TableKind;
 use crate::report::format::Cell;
-use crate::report::tables::{TableOptions, budget_from_results, close};
+use crate::report::select::CellSelection;
+use crate::report::select::close;
+use crate::report::tables::{TableOptions, budget_from_results};
 use crate::results::read::ResultsSet;
 use crate::results::summary::mean_se;
 
@@ -128,9 +130,10 @@ pub fn lookup(set: &ResultsSet, r: &RefNumber) -> Result<Option<(f64, Option<f64
                 set,
                 &TableOptions {
                     kind: TableKind::Budget,
-                    n: r.n,
-                    sigma: None,
-                    beta: None,
+                    select: CellSelection {
+                        n: r.n,
+                        ..CellSelection::default()
+                    },
                     bold_best: false,
                 },
             ) {

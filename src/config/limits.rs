@@ -23,11 +23,8 @@ use anyhow::Result;
 use super::resolve::Experiment;
 use crate::bail_input;
 
-/// Smallest noise scale σ (and σ_X, σ_Z) and regularisation β. Rewards
-/// live in [0, r_max] (r_max = 1 by default): at σ = 1e-6 PrivBoN's ε is
-/// already 2·10⁶ and PrivITP's 4·10¹²; below ~1e-150 the Phase-2 terms
-/// overflow to inf/NaN and σ = 5e-324 panics inside erfc.
-pub const MIN_SCALE: f64 = 1e-6;
+/// Smallest noise scale and β: the accountant's limit, shared by configs.
+pub use crate::privacy::budget::MIN_SCALE;
 
 /// Largest n (candidates per query).
 pub const MAX_N: usize = 1 << 22;

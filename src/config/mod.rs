@@ -14,6 +14,7 @@ pub mod grid;
 pub mod hash;
 pub mod limits;
 pub mod overrides;
+pub mod plan;
 pub mod report_names;
 pub mod resolve;
 pub mod types;

@@ -7,16 +7,15 @@ use anyhow::Result;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use super::plan::{EngineConfig, Estimator, LambdaNoise, Sampling};
 use super::types::*;
 use crate::data::prepared::{DatasetManifest, load_manifest};
 use crate::error::input_error;
 use crate::privacy::accountant::PrivacyParams;
-use crate::select::pool::Pool;
+use crate::select::algorithm::{Algorithm, Batches, PrivItpParams};
+use crate::select::pool::Values;
 use crate::select::reference_scripts::{
-    Acceptance, Conventions, Envelope, Fallback, ItpConventions, PrivItpConventions, dataset_base,
-};
-use crate::sweep::engine::{
-    Algorithm, Batches, EngineConfig, Estimator, LambdaNoise, PrivItpParams, Sampling,
+    Acceptance, Conventions, Envelope, Fallback, ItpConventions, PrivItpConventions,
 };
 
 /// A dataset of the experiment.
@@ -80,11 +79,7 @@ pub fn expand_algorithms(a: &AlgorithmsSpec) -> Vec<Algorithm> {
         }));
     }
     if let Some(p) = &a.privitp {
-        let pairs: Vec<(f64, f64)> = match (&p.split, &p.sigma) {
-            (SplitSpec::Explicit { sigma_x, sigma_z }, _) => vec![(*sigma_x, *sigma_z)],
-            (SplitSpec::Half, Some(s)) => s.iter().map(|&s| (s / 2.0, s / 2.0)).collect(),
-            (SplitSpec::Half, None) => Vec::new(),
-        };
+        let pairs = p.split.pairs(p.sigma.as_deref());
         for (sigma_x, sigma_z) in pairs {
             for &beta in &p.beta {
                 out.push(Algorithm::PrivItp(PrivItpParams {
@@ -240,10 +235,9 @@ impl Experiment {
         })
     }
 
-    /// The engine settings for one reward model.
-    /// `pools` are the reward model's pools over the whole dataset (the
-    /// dataset-wide base of the `dataset_base` fallback is computed from them).
-    pub fn engine_config(&self, rm: &RewardModel, pools: &[Pool]) -> EngineConfig {
+    /// The engine's configuration for `rm`; `dataset_base` is the dataset-wide
+    /// base credit of the reference scripts' `fallback: dataset_base` (unused otherwise).
+    pub fn engine_config(&self, rm: &RewardModel, dataset_base: Values) -> EngineConfig {
         let c = &self.config;
         EngineConfig {
             algorithms: self.algorithms.clone(),
@@ -262,7 +256,7 @@ impl Experiment {
             },
             privacy: rm.privacy,
             conventions: conventions(&c.algorithms),
-            dataset_base: dataset_base(pools),
+            dataset_base,
         }
     }
 }

@@ -7,6 +7,8 @@
 //! the sound analytic-Gaussian ε₁.
 
 use serde::{Deserialize, Serialize};
+
+use crate::select::algorithm::split_sigma;
 use std::collections::BTreeMap;
 
 use super::grid::NGrid;
@@ -201,6 +203,30 @@ pub enum TransformKind {
 }
 
 impl TransformKind {
+    /// Every kind (the test below keeps [`Self::name`] equal to serde's).
+    pub const ALL: [TransformKind; 6] = [
+        TransformKind::Clip,
+        TransformKind::Minmax,
+        TransformKind::Sigmoid,
+        TransformKind::Zscore,
+        TransformKind::Standardize,
+        TransformKind::None,
+    ];
+
+    /// The config spelling (`transform: {kind: …}`), also what manifests
+    /// record: a fixed string, never Debug text, so renaming a variant cannot
+    /// change a file.
+    pub const fn name(self) -> &'static str {
+        match self {
+            TransformKind::Clip => "clip",
+            TransformKind::Minmax => "minmax",
+            TransformKind::Sigmoid => "sigmoid",
+            TransformKind::Zscore => "zscore",
+            TransformKind::Standardize => "standardize",
+            TransformKind::None => "none",
+        }
+    }
+
     /// Whether the transform is computed from the data, which makes any
     /// privacy claim conditional on it (design §5).
     pub fn data_dependent(self) -> bool {
@@ -346,6 +372,18 @@ pub enum SplitSpec {
     Explicit { sigma_x: f64, sigma_z: f64 },
 }
 
+impl SplitSpec {
+    /// PrivITP's (σ_X, σ_Z) pairs: the explicit pair, or each total σ split
+    /// by [`split_sigma`] (none without a `sigma` list).
+    pub fn pairs(&self, sigma: Option<&[f64]>) -> Vec<(f64, f64)> {
+        match (self, sigma) {
+            (SplitSpec::Explicit { sigma_x, sigma_z }, _) => vec![(*sigma_x, *sigma_z)],
+            (SplitSpec::Half, Some(s)) => s.iter().map(|&s| split_sigma(s)).collect(),
+            (SplitSpec::Half, None) => Vec::new(),
+        }
+    }
+}
+
 #[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct SplitPair {
@@ -430,11 +468,7 @@ fn default_fsrc_seeds() -> usize {
 impl FsrcSpec {
     /// The (σ_X, σ_Z) pairs of the section, in `sigma` order.
     pub fn sigma_pairs(&self) -> Vec<(f64, f64)> {
-        match (&self.split, &self.sigma) {
-            (SplitSpec::Explicit { sigma_x, sigma_z }, _) => vec![(*sigma_x, *sigma_z)],
-            (SplitSpec::Half, Some(s)) => s.iter().map(|&s| (s / 2.0, s / 2.0)).collect(),
-            (SplitSpec::Half, None) => Vec::new(),
-        }
+        self.split.pairs(self.sigma.as_deref())
     }
 
     /// The sampling FSRC's queries use.
@@ -498,4 +532,36 @@ pub struct PlotSpec {
     pub sigma: Option<f64>,
     #[serde(default)]
     pub beta: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::select::algorithm::AlgorithmKind;
+
+    #[test]
+    fn transform_names_are_the_config_spellings() {
+        for k in TransformKind::ALL {
+            assert_eq!(yaml_serde::to_string(&k).unwrap().trim(), k.name());
+        }
+    }
+
+    /// A config's `algorithms:` keys are [`AlgorithmKind::name`]s.
+    #[test]
+    fn algorithm_keys_are_the_kind_names() {
+        let v = yaml_serde::to_value(AlgorithmsSpec::default()).unwrap();
+        let mut keys: Vec<String> = v
+            .as_mapping()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str().unwrap().to_string())
+            .collect();
+        keys.sort();
+        let mut names: Vec<String> = AlgorithmKind::ALL
+            .iter()
+            .map(|k| k.name().to_string())
+            .collect();
+        names.sort();
+        assert_eq!(keys, names);
+    }
 }

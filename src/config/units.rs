@@ -166,7 +166,7 @@ pub fn units_plan(exp: &Experiment) -> UnitsPlan {
             let t = &rm.transform;
             let sc = scale(t, stats);
             let k = sc.raw_per_unit;
-            let kind = format!("{:?}", t.kind).to_lowercase();
+            let kind = t.kind.name();
             let map = match (t.kind, sc.raw_interval) {
                 (TransformKind::Sigmoid, _) => format!(
                     "r_max·logistic(raw) → [0, {}]; near the raw mean {} one unit ≈ {} raw",

@@ -226,7 +226,7 @@ fn validate_reward_model(path: &str, rm: &RewardModelSpec) -> Result<()> {
     if let Some(dr) = rm.delta_r {
         positive(&format!("{path}.delta_r"), "Δ_r", dr)?;
     }
-    let kind = format!("{:?}", t.kind).to_lowercase();
+    let kind = t.kind.name();
     match t.kind {
         TransformKind::Clip => match (t.lo, t.hi) {
             (Some(lo), Some(hi)) => interval(&tp, lo, hi)?,

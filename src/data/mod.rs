@@ -10,7 +10,6 @@
 //!   per-prompt contiguous arrays.
 //! * [`synth`] generates raw score files with known ground truth.
 
-pub mod describe;
 pub mod ids;
 pub mod ingest;
 pub mod layout;

@@ -7,6 +7,7 @@ use anyhow::Result;
 use std::path::Path;
 
 use super::prepared::{PreparedDataset, SCORES_FILE};
+use super::reader::DatasetReader;
 use crate::error::{exit_code, input_error};
 use crate::fsutil::sha256_file;
 
@@ -19,15 +20,24 @@ fn damaged(dir: &Path, e: &anyhow::Error) -> anyhow::Error {
     ))
 }
 
+/// An error of reading `dir`, reported as bad input ("re-run ingest")
+/// unless it already is one.
+pub fn damaged_unless_input(dir: &Path, e: anyhow::Error) -> anyhow::Error {
+    if exit_code(&e) == crate::error::EXIT_BAD_INPUT {
+        e
+    } else {
+        damaged(dir, &e)
+    }
+}
+
 /// [`PreparedDataset::load`], with unreadable files reported as bad input.
 pub fn load_prepared(dir: &Path) -> Result<PreparedDataset> {
-    PreparedDataset::load(dir).map_err(|e| {
-        if exit_code(&e) == crate::error::EXIT_BAD_INPUT {
-            e
-        } else {
-            damaged(dir, &e)
-        }
-    })
+    PreparedDataset::load(dir).map_err(|e| damaged_unless_input(dir, e))
+}
+
+/// [`DatasetReader::open`], with unreadable files reported as bad input.
+pub fn open_reader(dir: &Path) -> Result<DatasetReader> {
+    DatasetReader::open(dir).map_err(|e| damaged_unless_input(dir, e))
 }
 
 /// SHA-256 of `dir/scores.parquet`, with a missing or unreadable file

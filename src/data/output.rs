@@ -22,9 +22,9 @@ use anyhow::{Context, Result};
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
-use super::prepared::{DatasetManifest, MANIFEST_FILE, SCORES_FILE};
+use super::prepared::{DATASET_MANIFEST_FILE, DatasetManifest, SCORES_FILE};
 use crate::bail_input;
-use crate::sweep::lock::ResultsLock;
+use crate::fsutil::lock::ResultsLock;
 
 /// Reject control characters (newlines above all) in a name or label that
 /// ends up in YAML, file names and one-line messages.
@@ -69,7 +69,7 @@ pub const OUTPUTS: [&str; 4] = [
     SCORES_FILE,
     super::layout::PROMPTS_FILE,
     super::layout::BLOCKS_FILE,
-    MANIFEST_FILE,
+    DATASET_MANIFEST_FILE,
 ];
 
 /// Refuse when `out` holds a `scores.parquet`/`dataset.yaml` that ingest did
@@ -89,7 +89,7 @@ pub fn check_ownership(out: &Path, inputs: &[PathBuf]) -> Result<()> {
     if !out.is_dir() {
         return Ok(());
     }
-    let manifest = out.join(MANIFEST_FILE);
+    let manifest = out.join(DATASET_MANIFEST_FILE);
     let ours = fs::read_to_string(&manifest)
         .ok()
         .is_some_and(|t| yaml_serde::from_str::<DatasetManifest>(&t).is_ok());
@@ -187,7 +187,7 @@ impl PreparedOutput {
 
     /// Swap both files in (see the module doc).
     pub fn commit(mut self) -> Result<()> {
-        let manifest = self.out.join(MANIFEST_FILE);
+        let manifest = self.out.join(DATASET_MANIFEST_FILE);
         match fs::remove_file(&manifest) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::cols;
 
 pub const SCORES_FILE: &str = "scores.parquet";
-pub const MANIFEST_FILE: &str = "dataset.yaml";
+pub const DATASET_MANIFEST_FILE: &str = "dataset.yaml";
 
 /// `dataset.yaml`: what the dataset is, where it came from, and summary
 /// statistics a user checks before trusting a sweep.
@@ -197,7 +197,7 @@ pub struct PreparedDataset {
 /// Read `dir/dataset.yaml` alone (cheap: validation needs only the counts
 /// and reward-model names).
 pub fn load_manifest(dir: &Path) -> Result<DatasetManifest> {
-    let manifest_path = dir.join(MANIFEST_FILE);
+    let manifest_path = dir.join(DATASET_MANIFEST_FILE);
     let text = std::fs::read_to_string(&manifest_path).map_err(|e| {
         crate::error::input_error(format!(
             "{}: cannot read ({e}); is {} a dataset prepared by `privalign ingest`?",

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::cols;
 use super::layout::{BLOCKS_FILE, Integrity, PROMPTS_FILE, f32_hash};
-use super::prepared::{DatasetManifest, MANIFEST_FILE, SCORES_FILE, load_manifest};
+use super::prepared::{DATASET_MANIFEST_FILE, DatasetManifest, SCORES_FILE, load_manifest};
 use crate::error::input_error;
 use crate::fsutil::sha256_file;
 
@@ -86,7 +86,7 @@ impl DatasetReader {
     /// dataset.yaml checked against them (never trusted).
     pub fn open(dir: &Path) -> Result<Self> {
         let manifest = load_manifest(dir)?;
-        let mpath = dir.join(MANIFEST_FILE);
+        let mpath = dir.join(DATASET_MANIFEST_FILE);
         let Some(integrity): Option<&Integrity> = manifest.integrity.as_ref() else {
             return Err(input_error(format!(
                 "{}: has no block hashes (written by an older privalign); re-run `privalign ingest`",

@@ -3,7 +3,8 @@
 //! Every function cites the result it implements. Rewards are assumed to lie in
 //! [0, R_max] with sensitivity Δ_r (design §5).
 
-use super::normal::{log_cdf, log_mean_cdf_between};
+use crate::math::maximise::maximise_on_interval;
+use crate::math::normal::{log_cdf, log_mean_cdf_between};
 
 /// Privacy parameters of a reward model (design §5, §8) and the Phase-1
 /// convention: the exact analytic-Gaussian ε_1 (sound for every ε) unless
@@ -185,7 +186,7 @@ fn small_shift_series(lo: f64, hi: f64, d: f64, t_den: f64) -> Option<(f64, f64)
     let u2 = (w2 + d2) / 12.0;
     let u4 = w2 * w2 / 80.0 + w2 * d2 / 24.0 + d2 * d2 / 80.0;
     let series = 1.0 + (c2 - 1.0) * u2 / 2.0 + (c2 * c2 - 6.0 * c2 + 3.0) * u4 / 24.0;
-    let lp = super::normal::log_pdf(c);
+    let lp = crate::math::normal::log_pdf(c);
     let x = d * (lp - t_den).exp() * series;
     // φ(c)/M(lo, hi) is formed from two logarithms: their rounding (≈ 1e-16
     // of each) is this form's error, small only near the centre of Φ (deep
@@ -201,7 +202,7 @@ fn small_shift_series(lo: f64, hi: f64, d: f64, t_den: f64) -> Option<(f64, f64)
 /// log G(lo) − log G(hi) = w·(lo + hi)/2 + ln(h(−lo)/h(−hi)) are formed
 /// without the squares, so every summand is moderate.
 fn lower_tail_shift(lo: f64, hi: f64, d: f64) -> Option<(f64, f64)> {
-    use super::normal::{h, mills};
+    use crate::math::normal::{h, mills};
     if (hi + d).is_nan() || hi + d > 0.0 {
         return None;
     }
@@ -320,8 +321,7 @@ pub fn privbon_gauss_eps(r_max: f64, delta_r: f64, sigma: f64, n: usize) -> f64 
 
 /// Worst-case per-query ε of PrivITP over outcomes t ∈ [1, n+1] and over λ̃
 /// in the clamp interval [lo, hi] (design §8): ε_1 + max_λ̃ ε_2^post-max(λ̃).
-/// κ and ρ are smooth in λ̃; the maximum is found on a 401-point grid and
-/// refined by golden-section search around the best grid point.
+/// κ and ρ are smooth in λ̃; the maximum is [`maximise_on_interval`]'s.
 pub fn privitp_eps_max(
     eps1: f64,
     (lo, hi): (f64, f64),
@@ -332,41 +332,5 @@ pub fn privitp_eps_max(
     n: usize,
 ) -> f64 {
     let g = |lt: f64| Phase2Terms::new(lt, sigma_z, r_max, delta_r, l).eps_max_over_t(n);
-    eps1 + max_over_threshold(g, (lo, hi))
-}
-
-/// The maximum of a smooth function of λ̃ over the clamp interval [lo, hi]:
-/// a 401-point grid, refined by golden-section search on the two grid
-/// intervals around the best grid point (the refinement makes the value
-/// accurate to ~1e-16 relative where the maximum is interior; a grid alone
-/// is off by O(step²), 5e-6 relative on tests/data/max_vectors.csv).
-pub fn max_over_threshold(g: impl Fn(f64) -> f64, (lo, hi): (f64, f64)) -> f64 {
-    if hi <= lo {
-        return g(lo);
-    }
-    let k = 400;
-    let step = (hi - lo) / k as f64;
-    let (mut best_i, mut best) = (0, f64::NEG_INFINITY);
-    for i in 0..=k {
-        let v = g(lo + i as f64 * step);
-        if v > best {
-            best = v;
-            best_i = i;
-        }
-    }
-    let (mut a, mut b) = (
-        (lo + (best_i as f64 - 1.0) * step).max(lo),
-        (lo + (best_i as f64 + 1.0) * step).min(hi),
-    );
-    let phi = 0.5 * (5f64.sqrt() - 1.0);
-    for _ in 0..100 {
-        let x1 = b - phi * (b - a);
-        let x2 = a + phi * (b - a);
-        if g(x1) > g(x2) {
-            b = x2;
-        } else {
-            a = x1;
-        }
-    }
-    best.max(g(0.5 * (a + b)))
+    eps1 + maximise_on_interval(g, lo, hi).1
 }

@@ -1,5 +1,6 @@
-//! `privalign budget`: the privacy-budget table of the paper (`tab:budgets`)
-//! and every accountant formula at a single parameter point.
+//! The numbers of `privalign budget`: the rows of the paper's privacy-budget
+//! table (`tab:budgets`) and the range checks of every accountant formula at
+//! a single parameter point. `report::budget` renders them.
 //!
 //! Decisions where the paper is loose:
 //! * The table's ε_2^post is evaluated at the mean halting time t̄ as
@@ -16,7 +17,7 @@ use anyhow::Result;
 
 use super::accountant::*;
 use crate::bail_input;
-use crate::report::format::{Cell, ColumnSpec, Table};
+use crate::select::algorithm::split_sigma;
 
 /// Parameters shared by the budget computations.
 #[derive(Clone, Debug)]
@@ -83,6 +84,13 @@ impl BudgetParams {
         Ok(())
     }
 }
+
+/// Smallest noise scale σ (and σ_X, σ_Z) and regularisation β. Rewards
+/// live in [0, r_max] (r_max = 1 by default): at σ = 1e-6 PrivBoN's ε is
+/// already 2·10⁶ and PrivITP's 4·10¹²; below ~1e-150 the Phase-2 terms
+/// overflow to inf/NaN and σ = 5e-324 panics inside erfc. (Configs share it:
+/// `config::limits` re-exports it.)
+pub const MIN_SCALE: f64 = 1e-6;
 
 /// Largest accepted ratio of any reward-scale quantity (R_max, Δ_r, |λ̃|,
 /// the clamp ends) to a noise scale: beyond it ε exceeds ~1e11 and f64 can
@@ -160,7 +168,7 @@ pub fn check_sigma(flag: &str, s: f64) -> Result<()> {
     if !(s > 0.0 && s.is_finite()) {
         bail_input!("{flag} must be positive (got {s}); noise scales are standard deviations");
     }
-    let min = crate::config::limits::MIN_SCALE;
+    let min = MIN_SCALE;
     if s < min {
         bail_input!(
             "{flag} {s:e} is below the smallest supported value {min:e}; valid values lie in [{min:e}, ∞) — smaller noise overflows the ε formulas"
@@ -175,38 +183,45 @@ pub fn eps2_at_mean_halting(p: &BudgetParams, sigma_z: f64, t_mean: f64) -> f64 
         let t = Phase2Terms::new(lt, sigma_z, p.privacy.r_max, p.privacy.delta_r, p.l);
         (t_mean - 1.0) * t.kappa + t.accept
     };
-    super::accountant::max_over_threshold(f, p.clamp)
+    // Refined by golden section like privitp-max: a grid alone is 5e-6 off
+    // at an interior maximum (tests/data/max_vectors.csv).
+    crate::math::maximise::maximise_on_interval(f, p.clamp.0, p.clamp.1).1
 }
 
-/// The budget table: one row per total σ (PrivITP split σ_X = σ_Z = σ/2),
-/// ε_2^post at one mean halting time for every σ.
-pub fn budget_table(p: &BudgetParams, sigmas: &[f64], t_mean: f64) -> Result<Table> {
-    let rows: Vec<(f64, f64)> = sigmas.iter().map(|&s| (s, t_mean)).collect();
-    budget_table_per_sigma(p, &rows, &format!("mean halting time {t_mean}"))
+/// One row of the budget table (one total σ, PrivITP split by
+/// [`split_sigma`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BudgetRow {
+    pub sigma: f64,
+    /// PrivBoN (Gumbel) ε = 2Δ_r/σ.
+    pub eps_privbon: f64,
+    /// PrivITP's ε_1: the analytic or, with `paper_eps1`, classical ε.
+    pub eps1: f64,
+    /// The classical ε_1 (a valid bound only below 1).
+    pub eps1_classical: f64,
+    /// ε_2^post at the row's mean halting time, worst λ̃ in the clamp.
+    pub eps2_post: f64,
 }
 
-/// The budget table with each σ's own mean halting time `(σ, t̄)`, e.g. read
-/// from a sweep's summary; `t_note` says where the t̄ come from (caption).
-pub fn budget_table_per_sigma(
-    p: &BudgetParams,
-    rows: &[(f64, f64)],
-    t_note: &str,
-) -> Result<Table> {
+/// The budget table's rows for `(σ, t̄)` pairs (each σ with its own mean
+/// halting time), after checking every σ is inside the accountant's range.
+pub fn budget_rows(p: &BudgetParams, rows: &[(f64, f64)]) -> Result<Vec<BudgetRow>> {
     p.validate()?;
     if rows.is_empty() {
         bail_input!("--sigma needs at least one value, e.g. --sigma 0.1,0.25,0.5");
     }
     for &(s, t_mean) in rows {
         check_sigma("--sigma", s)?;
+        let (sx, sz) = split_sigma(s);
         check_scale(
             p,
             "σ/2 (--sigma; the table splits σ_X = σ_Z = σ/2)",
-            s / 2.0,
+            sx,
             None,
         )?;
         for lt in [p.clamp.0, 0.5 * (p.clamp.0 + p.clamp.1), p.clamp.1] {
-            let t = Phase2Terms::new(lt, s / 2.0, p.privacy.r_max, p.privacy.delta_r, p.l);
-            check_condition(&t, "--delta-r", p.privacy.delta_r, s / 2.0)?;
+            let t = Phase2Terms::new(lt, sz, p.privacy.r_max, p.privacy.delta_r, p.l);
+            check_condition(&t, "--delta-r", p.privacy.delta_r, sz)?;
         }
         if !(1.0..=(p.n + 1) as f64).contains(&t_mean) {
             bail_input!(
@@ -215,85 +230,17 @@ pub fn budget_table_per_sigma(
             );
         }
     }
-    let rows = rows
+    Ok(rows
         .iter()
         .map(|&(s, t_mean)| {
-            let (sx, sz) = (s / 2.0, s / 2.0);
-            let classical = phase1_eps_classical(p.privacy.delta_r, sx, p.privacy.delta);
-            let eps1 = p.privacy.phase1_eps(sx);
-            let eps2 = eps2_at_mean_halting(p, sz, t_mean);
-            vec![
-                Cell::Num(s),
-                Cell::Num(privbon_gumbel_eps(p.privacy.delta_r, s)),
-                Cell::Num(eps1),
-                Cell::Num(classical),
-                Cell::Text(if classical < 1.0 {
-                    "yes".into()
-                } else {
-                    "no".into()
-                }),
-                Cell::Num(eps2),
-                Cell::Num(eps1 + eps2),
-            ]
+            let (sx, sz) = split_sigma(s);
+            BudgetRow {
+                sigma: s,
+                eps_privbon: privbon_gumbel_eps(p.privacy.delta_r, s),
+                eps1: p.privacy.phase1_eps(sx),
+                eps1_classical: phase1_eps_classical(p.privacy.delta_r, sx, p.privacy.delta),
+                eps2_post: eps2_at_mean_halting(p, sz, t_mean),
+            }
         })
-        .collect();
-    Ok(Table::new(
-        vec![
-            ColumnSpec::new("sigma", "σ", "$\\sigma$"),
-            ColumnSpec::new(
-                "eps_privbon",
-                "ε PrivBoN",
-                "$\\varepsilon$ \\textbf{(PrivBoN)}",
-            ),
-            ColumnSpec::new("eps1", "ε_1", "$\\varepsilon_1$"),
-            ColumnSpec::new(
-                "eps1_classical",
-                "ε_1 classical",
-                "$\\varepsilon_1^{\\mathrm{cl}}$",
-            ),
-            ColumnSpec::new("classical_valid", "classical valid", "valid"),
-            ColumnSpec::new("eps2_post", "ε_2^post", "$\\varepsilon_2^{\\mathrm{post}}$"),
-            ColumnSpec::new(
-                "eps_privitp",
-                "ε_1+ε_2^post",
-                "$\\varepsilon_1+\\varepsilon_2^{\\mathrm{post}}$ \\textbf{(PrivITP)}",
-            ),
-        ],
-        rows,
-        format!(
-            "Privacy budgets ($\\varepsilon$) across noise levels $\\sigma$ (PrivITP: $\\sigma_X=\\sigma_Z=\\sigma/2$, $L={}$), $\\Delta_r={}$, $R_{{\\max}}={}$, $\\delta={}$, $n={}$. $\\varepsilon_1$ is the {} Gaussian-mechanism $\\varepsilon$; $\\varepsilon_2^{{\\mathrm{{post}}}}$ is evaluated at the {} and the worst $\\tilde\\lambda\\in[{},{}]$.",
-            p.l,
-            p.privacy.delta_r,
-            p.privacy.r_max,
-            p.privacy.delta,
-            p.n,
-            if p.privacy.paper_eps1 {
-                "classical (paper)"
-            } else {
-                "exact analytic"
-            },
-            t_note,
-            p.clamp.0,
-            p.clamp.1
-        ),
-        "tab:budgets".into(),
-        2,
-    ))
-}
-
-/// A single-point evaluation: (column id, header, value) triples.
-pub type Point = Vec<(&'static str, &'static str, f64)>;
-
-/// Render a single point as a one-row table.
-pub fn point_table(point: Point, caption: String) -> Table {
-    Table::new(
-        point
-            .iter()
-            .map(|(id, h, _)| ColumnSpec::new(*id, *h, *h))
-            .collect(),
-        vec![point.iter().map(|p| Cell::Num(p.2)).collect()],
-        caption,
-        "tab:budget-point".into(),
-        6,
-    )
+        .collect())
 }

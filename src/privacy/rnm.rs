@@ -28,7 +28,7 @@ use puruspe::erfcx;
 use std::f64::consts::{FRAC_1_SQRT_2, PI};
 use std::sync::OnceLock;
 
-use super::normal::{log_cdf, log_pdf};
+use crate::math::normal::{log_cdf, log_pdf};
 
 /// Largest accepted R_max/σ (ε grows like (R_max/σ)²/2; beyond, f64 can no
 /// longer resolve the integrand's scale next to its location).

@@ -9,19 +9,21 @@ use plotters::style::RGBColor;
 use std::path::{Path, PathBuf};
 
 use super::figure::{BarPanel, Figure, HLine, LinePanel, Marker, Panel, Series, Style, XScale};
-use super::tables::{TableOptions, close, display, distinct, ordered, select, settings_text};
+use super::select::{CellSelection, at, close, distinct, need_n, ordered, pick_beta, select};
+use super::tables::{display, settings_text};
 use crate::bail_input;
-use crate::config::{PlotKind, TableKind};
+use crate::config::PlotKind;
 use crate::results::read::{ResultsSet, SummaryRecord};
 use crate::results::summary::mean_se;
+use crate::select::algorithm::AlgorithmKind;
+use crate::select::algorithm::names::{BON, ITP, PRIVBON, PRIVBON_GAUSS, PRIVITP};
 
 /// What to plot.
 #[derive(Clone, Debug)]
 pub struct PlotOptions {
     pub kind: PlotKind,
-    pub n: Option<usize>,
-    pub sigma: Option<f64>,
-    pub beta: Option<f64>,
+    /// n, σ and β of the cells shown.
+    pub select: CellSelection,
 }
 
 const BLACK: RGBColor = RGBColor(0, 0, 0);
@@ -45,11 +47,11 @@ const MARKERS: [Marker; 5] = [
 /// One fixed look per algorithm, so figures agree with each other.
 pub fn style(alg: &str) -> Style {
     let (color, marker, dashed) = match alg {
-        "bon" => (BLACK, Marker::Circle, false),
-        "privbon" => (RGBColor(213, 94, 0), Marker::Triangle, false),
-        "privbon_gauss" => (RGBColor(230, 159, 0), Marker::Diamond, false),
-        "privitp" => (RGBColor(0, 114, 178), Marker::Square, false),
-        "itp" => (RGBColor(0, 158, 115), Marker::Cross, true),
+        BON => (BLACK, Marker::Circle, false),
+        PRIVBON => (RGBColor(213, 94, 0), Marker::Triangle, false),
+        PRIVBON_GAUSS => (RGBColor(230, 159, 0), Marker::Diamond, false),
+        PRIVITP => (RGBColor(0, 114, 178), Marker::Square, false),
+        ITP => (RGBColor(0, 158, 115), Marker::Cross, true),
         _ => (GREY, Marker::Circle, false),
     };
     Style {
@@ -119,7 +121,7 @@ fn base_line() -> HLine {
 const LIFT: &str = "accuracy lift (percentage points)";
 
 fn scaling(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
-    let sel = select(set, &table_opts(o))?;
+    let sel = select(set, &o.select)?;
     let mut panels = Vec::new();
     for (ds, rm) in panels_keys(&sel.records) {
         for (stat, scale, y_label, what) in [
@@ -173,16 +175,6 @@ fn scaling(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
     ))
 }
 
-fn table_opts(o: &PlotOptions) -> TableOptions {
-    TableOptions {
-        kind: TableKind::Lift,
-        n: o.n,
-        sigma: o.sigma,
-        beta: o.beta,
-        bold_best: false,
-    }
-}
-
 /// LaTeX-free text for titles.
 fn plain(s: &str) -> String {
     s.replace("$\\sigma = ", "σ = ")
@@ -204,25 +196,6 @@ fn figure(title: String, columns: usize, panels: Vec<Panel>) -> Figure {
     }
 }
 
-/// Records of `alg` at n for a (dataset, RM), optionally at one β.
-fn at<'a>(
-    set: &'a ResultsSet,
-    alg: &str,
-    n: usize,
-    key: &(String, String),
-    beta: Option<f64>,
-) -> Vec<&'a SummaryRecord> {
-    set.summary()
-        .filter(|r| {
-            r.algorithm == alg
-                && r.n == n
-                && r.dataset == key.0
-                && r.reward_model == key.1
-                && beta.is_none_or(|b| r.beta.is_some_and(|x| close(x, b)))
-        })
-        .collect()
-}
-
 fn curve(
     records: &[&SummaryRecord],
     x: impl Fn(&SummaryRecord) -> Option<f64>,
@@ -236,87 +209,19 @@ fn curve(
     pts
 }
 
-fn largest_n(set: &ResultsSet, alg: &str) -> Option<usize> {
-    set.summary()
-        .filter(|r| r.algorithm == alg)
-        .map(|r| r.n)
-        .max()
-}
-
-fn need_n(set: &ResultsSet, alg: &str, n: Option<usize>) -> Result<usize> {
-    let grid: Vec<usize> = {
-        let mut g: Vec<usize> = set
-            .summary()
-            .filter(|r| r.algorithm == alg)
-            .map(|r| r.n)
-            .collect();
-        g.sort_unstable();
-        g.dedup();
-        g
-    };
-    if grid.is_empty() {
-        bail_input!(
-            "{}: no {} cells; add algorithms.{alg} to the config",
-            set.names(),
-            display(alg)
-        );
-    }
-    let n = n.or(largest_n(set, alg)).unwrap_or(1);
-    if !grid.contains(&n) {
-        bail_input!(
-            "no {} cells for n = {n} in {}; the sweep's n grid is {}",
-            display(alg),
-            set.names(),
-            grid.iter()
-                .map(|n| n.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    Ok(n)
-}
-
 fn keys_of(set: &ResultsSet, alg: &str) -> Vec<(String, String)> {
     let recs: Vec<&SummaryRecord> = set.summary().filter(|r| r.algorithm == alg).collect();
     panels_keys(&recs)
 }
 
-fn pick_beta(set: &ResultsSet, beta: Option<f64>) -> Result<Option<f64>> {
-    let betas = distinct(
-        set.summary()
-            .filter(|r| r.algorithm == "privitp")
-            .filter_map(|r| r.beta),
-    );
-    match (beta, betas.len()) {
-        (_, 0) => Ok(None),
-        (Some(b), _) => Ok(Some(b)),
-        (None, 1) => Ok(Some(betas[0])),
-        (None, _) => bail_input!(
-            "{}: privitp has several settings (β = {}); choose one with --beta (or `beta` in the config's reports entry)",
-            set.names(),
-            betas
-                .iter()
-                .map(|b| b.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
 fn sigma_ablation(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
-    let n = need_n(set, "privbon", o.n)?;
-    let beta = pick_beta(set, o.beta)?;
+    let n = need_n(set, PRIVBON, o.select.n)?;
+    let beta = pick_beta(set, o.select.beta)?;
     let mut panels = Vec::new();
-    for key in keys_of(set, "privbon") {
+    for key in keys_of(set, PRIVBON) {
         let mut series = Vec::new();
-        for alg in ["privbon", "privbon_gauss", "privitp"] {
-            let recs = at(
-                set,
-                alg,
-                n,
-                &key,
-                if alg == "privitp" { beta } else { None },
-            );
+        for alg in [PRIVBON, PRIVBON_GAUSS, PRIVITP] {
+            let recs = at(set, alg, n, &key, if alg == PRIVITP { beta } else { None });
             if !recs.is_empty() {
                 series.push(Series {
                     label: display(alg).to_string(),
@@ -326,12 +231,12 @@ fn sigma_ablation(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
             }
         }
         let mut hlines = vec![base_line()];
-        if let Some(b) = at(set, "bon", n, &key, None)
+        if let Some(b) = at(set, BON, n, &key, None)
             .first()
             .and_then(|r| r.stat("lift").mean)
         {
             hlines.push(HLine {
-                label: Some("BoN (σ = 0)".into()),
+                label: Some(format!("{} (σ = 0)", AlgorithmKind::Bon.label())),
                 value: b,
                 color: BLACK,
             });
@@ -349,27 +254,27 @@ fn sigma_ablation(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
 }
 
 fn beta_ablation(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
-    let alg0 = if keys_of(set, "itp").is_empty() {
-        "privitp"
+    let alg0 = if keys_of(set, ITP).is_empty() {
+        PRIVITP
     } else {
-        "itp"
+        ITP
     };
-    let n = need_n(set, alg0, o.n)?;
+    let n = need_n(set, alg0, o.select.n)?;
     let mut panels = Vec::new();
     for key in keys_of(set, alg0) {
         let mut series = Vec::new();
-        let itp = at(set, "itp", n, &key, None);
+        let itp = at(set, ITP, n, &key, None);
         if !itp.is_empty() {
             series.push(Series {
-                label: "ITP".into(),
-                style: style("itp"),
+                label: AlgorithmKind::Itp.label().into(),
+                style: style(ITP),
                 points: curve(&itp, |r| r.beta),
             });
         }
-        let privitp = at(set, "privitp", n, &key, None);
+        let privitp = at(set, PRIVITP, n, &key, None);
         let sigmas = distinct(privitp.iter().filter_map(|r| r.sigma));
         for (i, s) in sigmas.iter().enumerate() {
-            if o.sigma.is_some_and(|want| !close(want, *s)) {
+            if o.select.sigma.is_some_and(|want| !close(want, *s)) {
                 continue;
             }
             let recs: Vec<&SummaryRecord> = privitp
@@ -378,7 +283,7 @@ fn beta_ablation(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
                 .filter(|r| r.sigma.is_some_and(|x| close(x, *s)))
                 .collect();
             series.push(Series {
-                label: format!("PrivITP σ = {s}"),
+                label: format!("{} σ = {s}", AlgorithmKind::PrivItp.label()),
                 style: Style {
                     color: EXTRA[i % EXTRA.len()],
                     marker: MARKERS[i % MARKERS.len()],
@@ -400,20 +305,23 @@ fn beta_ablation(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
 }
 
 fn privacy_utility(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
-    let n = need_n(set, "privitp", o.n)?;
-    let beta = pick_beta(set, o.beta)?;
+    let n = need_n(set, PRIVITP, o.select.n)?;
+    let beta = pick_beta(set, o.select.beta)?;
     let mut panels = Vec::new();
-    for key in keys_of(set, "privitp") {
-        let recs = at(set, "privitp", n, &key, beta);
+    for key in keys_of(set, PRIVITP) {
+        let recs = at(set, PRIVITP, n, &key, beta);
         let mut hlines = vec![base_line()];
-        if let Some(v) = at(set, "itp", n, &key, beta)
+        if let Some(v) = at(set, ITP, n, &key, beta)
             .first()
             .and_then(|r| r.stat("lift").mean)
         {
             hlines.push(HLine {
-                label: Some("ITP (non-private skyline)".into()),
+                label: Some(format!(
+                    "{} (non-private skyline)",
+                    AlgorithmKind::Itp.label()
+                )),
                 value: v,
-                color: style("itp").color,
+                color: style(ITP).color,
             });
         }
         panels.push(Panel::Line(LinePanel {
@@ -422,8 +330,8 @@ fn privacy_utility(set: &ResultsSet, o: &PlotOptions) -> Result<Figure> {
             y_label: LIFT.into(),
             x_scale: XScale::Swept,
             series: vec![Series {
-                label: "PrivITP".into(),
-                style: style("privitp"),
+                label: AlgorithmKind::PrivItp.label().into(),
+                style: style(PRIVITP),
                 points: curve(&recs, |r| r.sigma),
             }],
             hlines,
@@ -481,7 +389,7 @@ fn fsrc_bars(set: &ResultsSet) -> Result<Figure> {
                 y_label: "queries answered before ε_total is spent".into(),
                 groups: sigmas.iter().map(|s| format!("σ = {s}")).collect(),
                 bars: vec![
-                    ("FSRC (ex-post)".into(), style("privitp"), fsrc),
+                    ("FSRC (ex-post)".into(), style(PRIVITP), fsrc),
                     (
                         "basic composition ⌊ε_total/ε_max⌋".into(),
                         Style {

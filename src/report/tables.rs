@@ -1,172 +1,43 @@
 //! The paper's tables from results files only (design §11): lift
 //! (`tab:rm_dataset_sweep*`), win rate (`tab:alpaca_eval`), generation cost
 //! (`tab:wall_clock`), privacy budget (`tab:budgets`) and FSRC.
-//!
-//! **Choosing one setting per algorithm.** A results directory may hold
-//! several σ or β values per algorithm (a sweep). A table shows one: the one
-//! selected by `sigma`/`beta` (PrivBoN and PrivITP share σ, ITP and PrivITP
-//! share β, as in the paper), or the only one there is; otherwise it is an
-//! error that lists the values present.
+//! Which setting of each algorithm a table shows is chosen in
+//! [`super::select`], shared with the figures.
 
 use anyhow::Result;
 use std::collections::BTreeSet;
 
+use super::budget::budget_table_per_sigma;
 use super::format::{Cell, ColumnSpec, Table, latex_escape};
 use super::fsrc::fsrc_table;
+pub(crate) use super::select::{CellSelection, Selection, close, distinct, ordered, select};
 use crate::bail_input;
 use crate::config::TableKind;
 use crate::privacy::accountant::PrivacyParams;
-use crate::privacy::budget::{BudgetParams, budget_table_per_sigma};
+use crate::privacy::budget::BudgetParams;
 use crate::results::read::{ResultsSet, SummaryRecord};
 use crate::results::summary::MeanSe;
+use crate::select::algorithm::AlgorithmKind;
+use crate::select::algorithm::names::{ITP, PRIVBON, PRIVITP};
 
 /// What to put in a table.
 #[derive(Clone, Debug)]
 pub struct TableOptions {
     pub kind: TableKind,
     /// n of the lift/generation/budget tables (default: the largest n).
-    pub n: Option<usize>,
-    pub sigma: Option<f64>,
-    pub beta: Option<f64>,
+    /// n, σ and β of the cells shown; n of the lift/generation/budget tables
+    /// defaults to the largest n.
+    pub select: CellSelection,
     /// Bold the best value per column (per dataset group).
     pub bold_best: bool,
 }
 
-/// Paper names of the algorithms, in table order.
-const ALGORITHMS: [(&str, &str); 5] = [
-    ("bon", "BoN"),
-    ("privbon", "PrivBoN"),
-    ("privbon_gauss", "PrivBoN (Gauss)"),
-    ("privitp", "PrivITP"),
-    ("itp", "ITP"),
-];
-
+/// The reader's name of a result row's algorithm ([`AlgorithmKind::label`]).
 pub(crate) fn display(alg: &str) -> &str {
-    ALGORITHMS
-        .iter()
-        .find(|(a, _)| *a == alg)
-        .map_or(alg, |(_, d)| d)
-}
-
-/// Whether an algorithm (by result name) has a σ / β parameter.
-pub(crate) fn uses_sigma(alg: &str) -> bool {
-    matches!(alg, "privbon" | "privbon_gauss" | "privitp")
-}
-
-pub(crate) fn uses_beta(alg: &str) -> bool {
-    matches!(alg, "itp" | "privitp")
-}
-
-pub(crate) fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
-}
-
-pub(crate) fn distinct(v: impl Iterator<Item = f64>) -> Vec<f64> {
-    let mut out: Vec<f64> = Vec::new();
-    for x in v {
-        if !out.iter().any(|&y| close(x, y)) {
-            out.push(x);
-        }
+    match AlgorithmKind::from_name(alg) {
+        Some(k) => k.label(),
+        None => alg,
     }
-    out.sort_by(f64::total_cmp);
-    out
-}
-
-fn list(v: &[f64]) -> String {
-    v.iter()
-        .map(|x| format!("{x}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// The selected records: for every algorithm present, one (σ, β) setting.
-pub(crate) struct Selection<'a> {
-    pub records: Vec<&'a SummaryRecord>,
-    /// (algorithm, σ, β) chosen.
-    pub chosen: Vec<(String, Option<f64>, Option<f64>)>,
-}
-
-pub(crate) fn select<'a>(set: &'a ResultsSet, o: &TableOptions) -> Result<Selection<'a>> {
-    let mut records = Vec::new();
-    let mut chosen = Vec::new();
-    for (alg, _) in ALGORITHMS {
-        let rows: Vec<&SummaryRecord> = set.summary().filter(|r| r.algorithm == alg).collect();
-        if rows.is_empty() {
-            continue;
-        }
-        let pick = |name: &str,
-                    flag: &str,
-                    want: Option<f64>,
-                    vals: Vec<f64>|
-         -> Result<Option<f64>> {
-            match (want, vals.len()) {
-                (_, 0) => Ok(None),
-                (Some(w), _) => {
-                    if vals.iter().any(|&v| close(v, w)) {
-                        Ok(Some(w))
-                    } else {
-                        bail_input!(
-                            "{}: no {alg} cells with {name} = {w}; the results have {name} = {}",
-                            set.names(),
-                            list(&vals)
-                        )
-                    }
-                }
-                (None, 1) => Ok(Some(vals[0])),
-                (None, _) => bail_input!(
-                    "{}: {alg} has several settings ({name} = {}); choose one with {flag} (or `{}` in the config's reports entry)",
-                    set.names(),
-                    list(&vals),
-                    flag.trim_start_matches('-')
-                ),
-            }
-        };
-        let sigma = if uses_sigma(alg) {
-            pick(
-                "σ",
-                "--sigma",
-                o.sigma,
-                distinct(rows.iter().filter_map(|r| r.sigma)),
-            )?
-        } else {
-            None
-        };
-        let beta = if uses_beta(alg) {
-            pick(
-                "β",
-                "--beta",
-                o.beta,
-                distinct(rows.iter().filter_map(|r| r.beta)),
-            )?
-        } else {
-            None
-        };
-        let same = |a: Option<f64>, b: Option<f64>| match (a, b) {
-            (Some(x), Some(y)) => close(x, y),
-            (None, None) => true,
-            _ => false,
-        };
-        records.extend(
-            rows.into_iter()
-                .filter(|r| same(r.sigma, sigma) && same(r.beta, beta)),
-        );
-        chosen.push((alg.to_string(), sigma, beta));
-    }
-    if records.is_empty() {
-        bail_input!("{}: the summary has no rows", set.names());
-    }
-    Ok(Selection { records, chosen })
-}
-
-/// The distinct items of `v` in order of first appearance.
-pub(crate) fn ordered<T: PartialEq>(v: impl Iterator<Item = T>) -> Vec<T> {
-    let mut out: Vec<T> = Vec::new();
-    for x in v {
-        if !out.contains(&x) {
-            out.push(x);
-        }
-    }
-    out
 }
 
 /// The n to report: the requested one (which every algorithm must have) or
@@ -255,8 +126,8 @@ fn bold_best(t: &mut Table, groups: &[(usize, usize)], first_value_col: usize) {
 /// The lift table: dataset × algorithm rows (ITP last, set apart as the
 /// non-private skyline), reward-model columns, lift in points at n.
 pub fn lift_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
-    let sel = select(set, o)?;
-    let n = choose_n(set, &sel, o.n)?;
+    let sel = select(set, &o.select)?;
+    let n = choose_n(set, &sel, o.select.n)?;
     let datasets = ordered(sel.records.iter().map(|r| r.dataset.as_str()));
     let rms = ordered(sel.records.iter().map(|r| r.reward_model.as_str()));
     let mut columns = vec![
@@ -279,7 +150,7 @@ pub fn lift_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
         }
         let start = rows.len();
         for (k, (alg, _, _)) in sel.chosen.iter().enumerate() {
-            if alg == "itp" && k > 0 {
+            if alg == ITP && k > 0 {
                 cmidrules.push(rows.len());
             }
             let mut row = vec![
@@ -330,10 +201,10 @@ pub fn lift_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
 /// The win-rate table: (reward model, n) rows, algorithm columns, gold win
 /// rate (%) against a fresh base-policy draw.
 pub fn winrate_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
-    let sel = select(set, o)?;
+    let sel = select(set, &o.select)?;
     let datasets = ordered(sel.records.iter().map(|r| r.dataset.as_str()));
     let rms = ordered(sel.records.iter().map(|r| r.reward_model.as_str()));
-    let ns: BTreeSet<usize> = match o.n {
+    let ns: BTreeSet<usize> = match o.select.n {
         Some(n) => [choose_n(set, &sel, Some(n))?].into(),
         None => sel.records.iter().map(|r| r.n).collect(),
     };
@@ -415,9 +286,9 @@ pub fn winrate_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
 /// times — expected seconds per query, E[#generated] × mean seconds per
 /// response (Wald's identity, taking generation time independent of reward).
 pub fn generation_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
-    let sel = select(set, o)?;
-    let n = choose_n(set, &sel, o.n)?;
-    for need in ["privbon", "privitp"] {
+    let sel = select(set, &o.select)?;
+    let n = choose_n(set, &sel, o.select.n)?;
+    for need in [PRIVBON, PRIVITP] {
         if !sel.chosen.iter().any(|c| c.0 == need) {
             bail_input!(
                 "{}: the generation table compares PrivBoN and PrivITP, but there are no {} cells; add algorithms.{need} to the config",
@@ -463,21 +334,29 @@ pub fn generation_table(set: &ResultsSet, o: &TableOptions) -> Result<Table> {
         row
     };
     let mut rows = vec![
-        line("PrivBoN responses", &|ds, rm| value("privbon", ds, rm)),
-        line("PrivITP responses", &|ds, rm| value("privitp", ds, rm)),
+        line(
+            &format!("{} responses", AlgorithmKind::PrivBon.label()),
+            &|ds, rm| value(PRIVBON, ds, rm),
+        ),
+        line(
+            &format!("{} responses", AlgorithmKind::PrivItp.label()),
+            &|ds, rm| value(PRIVITP, ds, rm),
+        ),
     ];
     let has_secs = keys.iter().any(|(ds, _)| gen_secs(ds).is_some());
     if has_secs {
-        rows.push(line("PrivBoN seconds", &|ds, rm| {
-            Some(value("privbon", ds, rm)? * gen_secs(ds)?)
-        }));
-        rows.push(line("PrivITP seconds", &|ds, rm| {
-            Some(value("privitp", ds, rm)? * gen_secs(ds)?)
-        }));
+        rows.push(line(
+            &format!("{} seconds", AlgorithmKind::PrivBon.label()),
+            &|ds, rm| Some(value(PRIVBON, ds, rm)? * gen_secs(ds)?),
+        ));
+        rows.push(line(
+            &format!("{} seconds", AlgorithmKind::PrivItp.label()),
+            &|ds, rm| Some(value(PRIVITP, ds, rm)? * gen_secs(ds)?),
+        ));
     }
     let overhead_row = rows.len();
     rows.push(line("Overhead (%)", &|ds, rm| {
-        Some(100.0 * (value("privitp", ds, rm)? / value("privbon", ds, rm)? - 1.0))
+        Some(100.0 * (value(PRIVITP, ds, rm)? / value(PRIVBON, ds, rm)? - 1.0))
     }));
     let mut t = Table::new(
         columns,
@@ -524,10 +403,10 @@ pub fn budget_from_results(set: &ResultsSet, o: &TableOptions) -> Result<Table> 
     let recs: Vec<&SummaryRecord> = dir
         .summary
         .iter()
-        .filter(|r| r.algorithm == "privitp" && &r.reward_model == rm_name)
+        .filter(|r| r.algorithm == PRIVITP && &r.reward_model == rm_name)
         .collect();
     let grid: BTreeSet<usize> = recs.iter().map(|r| r.n).collect();
-    let n = o.n.unwrap_or(*grid.iter().next_back().unwrap_or(&1));
+    let n = o.select.n.unwrap_or(*grid.iter().next_back().unwrap_or(&1));
     let sigmas = distinct(recs.iter().filter(|r| r.n == n).filter_map(|r| r.sigma));
     if sigmas.is_empty() {
         bail_input!(

@@ -10,8 +10,19 @@ use anyhow::{Context, Result, bail};
 use polars::prelude::*;
 
 use super::parquet_io::{f64_column, str_column};
+use crate::select::algorithm::Algorithm;
 use crate::select::pool::Values;
-use crate::sweep::engine::{Algorithm, Metrics};
+
+/// Metrics of one algorithm on one (prompt, n), averaged over replicates:
+/// what the engine computes and a cells row records (the engine re-exports
+/// it; defined here so that results never imports the engine).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Metrics {
+    pub values: Values,
+    pub halting_time: Option<f64>,
+    pub generations: f64,
+    pub eps: Option<f64>,
+}
 
 pub const CELLS_FILE: &str = "cells.parquet";
 

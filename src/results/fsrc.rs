@@ -4,9 +4,23 @@
 use anyhow::Result;
 use polars::prelude::*;
 
-use crate::sweep::fsrc::FsrcRun;
-
 pub const FSRC_FILE: &str = "fsrc.parquet";
+
+/// One FSRC run (one seed): what `sweep::fsrc` computes, defined with its
+/// file format.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FsrcRun {
+    pub queries: usize,
+    /// ⌊ε_total/ε_max⌋.
+    pub basic_queries: usize,
+    pub eps_max: f64,
+    pub eps_spent: f64,
+    pub mean_halting_time: f64,
+    /// Mean r* of the released responses.
+    pub accuracy: f64,
+    /// Largest single-query ex-post cost observed (must not exceed ε_max).
+    pub max_query_eps: f64,
+}
 
 /// One FSRC run with its setting.
 #[derive(Clone, Debug, PartialEq)]

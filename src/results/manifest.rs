@@ -45,7 +45,14 @@ pub struct ResultsManifest {
 pub struct DatasetRecord {
     pub name: String,
     pub path: String,
-    pub scores_sha256: String,
+    /// SHA-256 over the block hashes of exactly the columns the sweep read
+    /// (`DatasetReader::content_hash`): every block read was verified against
+    /// those hashes, so this vouches for the values the numbers came from.
+    /// (Results of older versions recorded the whole file's hash as
+    /// `scores_sha256`; they still parse, and `check` reports their config
+    /// hash as stale.)
+    #[serde(alias = "scores_sha256")]
+    pub content_sha256: String,
     pub prompts: usize,
     pub responses: usize,
     /// Mean generation seconds per response, when the dataset records them

@@ -7,4 +7,5 @@ pub mod fsrc;
 pub mod manifest;
 pub mod parquet_io;
 pub mod read;
+pub mod shard_manifest;
 pub mod summary;

@@ -44,6 +44,29 @@ pub fn write_frames(
     .with_context(|| format!("writing {}", path.display()))
 }
 
+/// [`write_frames`] for privalign's own intermediate files (the sweep's
+/// block files): no compression and no column statistics — they are read
+/// back only by privalign, whole, and writing them sits on the sweep's
+/// critical path.
+pub fn write_frames_scratch(
+    path: &Path,
+    schema: &Schema,
+    frames: impl Iterator<Item = Result<DataFrame>>,
+) -> Result<()> {
+    with_atomic_file(path, |f| {
+        let mut w = ParquetWriter::new(f)
+            .with_compression(ParquetCompression::Uncompressed)
+            .with_statistics(StatisticsOptions::empty())
+            .batched(schema)?;
+        for df in frames {
+            w.write_batch(&df?)?;
+        }
+        w.finish()?;
+        Ok(())
+    })
+    .with_context(|| format!("writing {}", path.display()))
+}
+
 /// Read a whole parquet file.
 pub fn read_frame(path: &Path) -> Result<DataFrame> {
     let f = File::open(path).with_context(|| format!("opening {}", path.display()))?;

@@ -122,7 +122,7 @@ pub fn read_results(dir: &Path) -> Result<ResultsDir> {
 /// A shard directory (`sweep --shard K/N`) holds part of a sweep: reporting
 /// on it would present a slice of the prompts as the whole. Point to merge.
 fn refuse_shard_dir(dir: &Path) -> Result<()> {
-    use crate::shard::manifest::{SHARD_MANIFEST, read_shard_manifest};
+    use super::shard_manifest::{SHARD_MANIFEST, read_shard_manifest};
     if !dir.join(SHARD_MANIFEST).exists() {
         return Ok(());
     }

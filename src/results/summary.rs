@@ -14,7 +14,7 @@ use super::cells::{Chunk, METRICS, col, metric, sigma_split};
 use crate::privacy::accountant::{
     PrivacyParams, privbon_gauss_eps, privbon_gumbel_eps, privitp_eps_max,
 };
-use crate::sweep::engine::Algorithm;
+use crate::select::algorithm::Algorithm;
 
 pub const SUMMARY_FILE: &str = "summary.parquet";
 

@@ -31,7 +31,7 @@
 //! node's expansion at the same offset δ: the nodes are evaluated as SIMD
 //! lanes with no per-lane table lookup.
 
-use crate::privacy::normal;
+use crate::math::normal;
 
 /// Grid step of both tables.
 pub const STEP: f64 = 1.0 / 64.0;
@@ -106,11 +106,14 @@ impl GTable {
 }
 
 /// Lanes of one SIMD group: node tables, lane states and lane loops are laid
-/// out in groups of this many f64 (one AVX2 register).
-pub const GROUP: usize = 4;
+/// out in groups of this many f64 (one AVX-512 register, two AVX2 registers).
+pub const GROUP: usize = 8;
 
-/// One lane group's Taylor coefficients at one row: `[coefficient][lane]`.
-pub type GroupCoeffs = [[f64; GROUP]; COEFFS];
+/// One lane group's Taylor coefficients at one row: `[coefficient][lane]`,
+/// aligned to a cache line so a group's vector loads never straddle two.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+pub struct GroupCoeffs(pub [[f64; GROUP]; COEFFS]);
 
 /// The node-shifted table: row j, lane group g, coefficient c, lane l holds
 /// the c-th Taylor coefficient of G at u_j − ρ·x_k, k = g·GROUP + l,
@@ -138,13 +141,13 @@ impl ShiftedGTable {
         let u_lo = ((X_LO + lo_shift) * INV_STEP).floor() * STEP;
         let u_hi = ((X_HI + hi_shift) * INV_STEP).ceil() * STEP;
         let rows = ((u_hi - u_lo) * INV_STEP).round() as usize + 1;
-        let mut data = vec![[[0.0; GROUP]; COEFFS]; rows * groups];
+        let mut data = vec![GroupCoeffs([[0.0; GROUP]; COEFFS]); rows * groups];
         for j in 0..rows {
             let u = u_lo + j as f64 * STEP;
             for (k, &s) in shifts.iter().enumerate() {
                 let c = taylor_coefficients(u - s);
                 for (ci, &v) in c.iter().enumerate() {
-                    data[j * groups + k / GROUP][ci][k % GROUP] = v;
+                    data[j * groups + k / GROUP].0[ci][k % GROUP] = v;
                 }
             }
         }
@@ -157,23 +160,36 @@ impl ShiftedGTable {
         }
     }
 
-    /// The row for `u` (one block per lane group) and the offset δ = u − u_j.
-    /// Rows are clamped at the ends, where every lane's expansion is exact;
-    /// the index is a saturating float-to-int cast (no libm `round` call):
-    /// ⌊pos + ½⌋ for pos ≥ 0, 0 below and for NaN.
+    /// The first index into [`Self::data`] of the row for `u` (one entry per
+    /// lane group) and the offset δ = u − u_j. Rows are clamped at the ends,
+    /// where every lane's expansion is exact; the index is a saturating
+    /// float-to-int cast (no libm `round` call): ⌊pos + ½⌋ for pos ≥ 0, 0
+    /// below and for NaN.
+    #[inline(always)]
+    pub fn row_start(&self, u: f64) -> (usize, f64) {
+        // A signed cast is one instruction on every x86-64 (an unsigned one
+        // is not before AVX-512); negatives and NaN clamp to row 0 as before.
+        let j =
+            ((((u - self.u_lo) * INV_STEP) + 0.5) as i64).clamp(0, self.rows as i64 - 1) as usize;
+        (j * self.groups, u - (self.u_lo + j as f64 * STEP))
+    }
+
+    /// The row for `u` (one block per lane group) and the offset δ.
     #[inline(always)]
     pub fn row(&self, u: f64) -> (&[GroupCoeffs], f64) {
-        let j = ((((u - self.u_lo) * INV_STEP) + 0.5) as usize).min(self.rows - 1);
-        (
-            &self.data[j * self.groups..(j + 1) * self.groups],
-            u - (self.u_lo + j as f64 * STEP),
-        )
+        let (start, d) = self.row_start(u);
+        (&self.data[start..start + self.groups], d)
+    }
+
+    /// Every row, group-major within a row (indexed from [`Self::row_start`]).
+    pub fn data(&self) -> &[GroupCoeffs] {
+        &self.data
     }
 
     /// G(u − shift_k) for lane k (scalar; the walk evaluates whole groups).
     pub fn g(&self, u: f64, k: usize) -> f64 {
         let (row, d) = self.row(u);
-        let c: [f64; COEFFS] = std::array::from_fn(|ci| row[k / GROUP][ci][k % GROUP]);
+        let c: [f64; COEFFS] = std::array::from_fn(|ci| row[k / GROUP].0[ci][k % GROUP]);
         horner(&c, d)
     }
 }

@@ -1,7 +1,7 @@
 //! InferenceTimePessimism (Huang et al. 2025) and its private variant PrivITP
 //! (paper `alg:privitp`): acceptance rules of Phase 2 given Phase 1's λ.
 
-use crate::privacy::normal;
+use crate::math::normal;
 
 /// ITP's acceptance probability min(w/M, 1), w = relu((r̂ − λ)/β),
 /// M = (R_max − λ)/β. If M ≤ 0 (only possible when rewards exceed R_max),

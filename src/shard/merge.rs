@@ -1,12 +1,11 @@
 //! `privalign merge DIR... --out RESULTS`: N finished shard directories →
 //! the results directory a one-machine `privalign sweep` writes.
 //!
-//! **Exact.** The cells file is the unit files concatenated in the sweep's
-//! unit order (shard 0's units, then shard 1's, …: the split is contiguous),
-//! each written as one row group, as the sweep writes its chunk files. The
-//! summary is computed from those same cells in that same order with the
-//! sweep's own `summarise` — never by combining per-shard summaries, whose
-//! floating-point sums would depend on N. FSRC rows are the FSRC units' rows
+//! **Exact.** The cells file and the summary are written from the unit
+//! (block) files by the sweep's own [`write_cells`], which assembles them in
+//! the sweep's fixed order — the summary from the assembled cells, never by
+//! combining per-shard summaries, whose floating-point sums would depend on
+//! N. FSRC rows are the FSRC units' rows
 //! in unit order. So cells, summary and FSRC files are byte-identical to the
 //! one-machine run's, and the manifest equals it except for the fields that
 //! describe the run: `threads`, `host`, `stages`, `resumed_chunks`,
@@ -19,8 +18,10 @@
 //! these very results (so a requeued merge job succeeds), and refuses
 //! otherwise.
 //!
-//! Merge reads no scores: dataset hashes, transforms and generation times
-//! come from the shard manifests, counts from each dataset's `dataset.yaml`.
+//! Merge reads no scores: transforms come from the shard manifests, prompt
+//! ids and counts from each dataset's verified index, whose content hash
+//! must equal the one the shards computed from; the one column it reads is
+//! `gen_seconds` (for the mean generation time, summed as the sweep sums it).
 
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
@@ -32,12 +33,14 @@ use super::units::{UnitKind, units};
 use super::verify::verify;
 use crate::bail_input;
 use crate::config::Experiment;
+use crate::data::open::open_reader;
 use crate::fsutil::{StagedDir, sha256_file, write_atomic};
-use crate::results::cells::{CELLS_FILE, Chunk, col};
+use crate::results::cells::CELLS_FILE;
 use crate::results::fsrc::{FSRC_FILE, fsrc_frame, read_fsrc};
 use crate::results::manifest::{DatasetRecord, MANIFEST_FILE, ResultsManifest, TransformRecord};
-use crate::results::parquet_io::{f64_column, read_frame, str_column, write_frame, write_frames};
-use crate::results::summary::{SUMMARY_FILE, summarise, summary_frame};
+use crate::results::parquet_io::write_frame;
+use crate::results::summary::{SUMMARY_FILE, summary_frame};
+use crate::sweep::blocks::{TransformLabel, content_sha256, gen_seconds_mean, write_cells};
 use crate::sweep::run::{git_commit, host};
 
 /// What a merge did.
@@ -66,46 +69,6 @@ fn same_results(out: &Path, hash: &str) -> bool {
             .all(|(f, sha)| sha256_file(&out.join(f)).is_ok_and(|s| &s == sha))
 }
 
-/// A cells unit's chunk, read back and checked against the config: its
-/// prompts and base accuracies come from the file itself (merge reads no
-/// scores), everything else from the config.
-fn read_chunk(
-    df: &polars::prelude::DataFrame,
-    path: &Path,
-    exp: &Experiment,
-    di: usize,
-    ri: usize,
-    n: usize,
-) -> Result<Chunk> {
-    let algs = exp.algorithms.len();
-    if algs == 0 || !df.height().is_multiple_of(algs) {
-        bail_input!(
-            "{}: has {} rows, not a multiple of the config's {algs} algorithm settings; the shard is damaged — rerun it",
-            path.display(),
-            df.height()
-        );
-    }
-    let p = df.height() / algs;
-    let prompts = str_column(df, col::PROMPT_ID)?;
-    let base = f64_column(df, col::BASE_ACCURACY)?;
-    let expected = Chunk {
-        dataset: exp.datasets[di].name.clone(),
-        reward_model: exp.reward_models[ri].name.clone(),
-        n,
-        replicates: exp.config.replicates,
-        prompt_ids: prompts[..p].to_vec(),
-        base_accuracy: base[..p].iter().map(|b| b.unwrap_or(f64::NAN)).collect(),
-        algorithms: exp.algorithms.clone(),
-        metrics: Vec::new(),
-    };
-    Chunk::from_frame(df, &expected).map_err(|e| {
-        crate::error::input_error(format!(
-            "{}: is not the unit this config expects ({e:#}); the shard is damaged — rerun it",
-            path.display()
-        ))
-    })
-}
-
 /// Merge the shard directories `dirs` into `out`.
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
     let start = Instant::now();
@@ -120,10 +83,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
     let mut files = Vec::with_capacity(all.len());
     for (k, (dir, m)) in set.shards.iter().enumerate() {
         let range = shard_range(all.len(), k, n);
-        let want: Vec<String> = all[range.clone()]
-            .iter()
-            .map(|u| u.file_name(&exp))
-            .collect();
+        let want: Vec<String> = all[range.clone()].iter().map(|u| u.file_name()).collect();
         if m.units != want {
             bail_input!(
                 "{}: lists units [{}] but shard {k}/{n} of this config owns [{}]; the shard is damaged — rerun it",
@@ -145,9 +105,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
         }
     }
 
-    // Transforms and generation times, from the shards that computed them.
+    // Transforms, from the shards that computed them.
     let mut transforms: BTreeMap<String, BTreeMap<String, TransformRecord>> = BTreeMap::new();
-    let mut gen_mean: BTreeMap<String, Option<f64>> = BTreeMap::new();
     for (dir, m) in &set.shards {
         for (d, per_rm) in &m.transforms {
             for (r, t) in per_rm {
@@ -163,8 +122,23 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
                 }
             }
         }
-        for (d, g) in &m.gen_seconds_mean {
-            gen_mean.insert(d.clone(), *g);
+    }
+    // The datasets' indexes (no scores), checked against the hashes the
+    // shards computed from.
+    let readers = exp
+        .datasets
+        .iter()
+        .map(|d| open_reader(&d.dir))
+        .collect::<Result<Vec<_>>>()?;
+    for ((d, r), rec) in exp.datasets.iter().zip(&readers).zip(&m0.datasets) {
+        let now = content_sha256(&exp, d, r)?;
+        if now != rec.content_sha256 {
+            bail_input!(
+                "{}: its content changed since the shards ran (hash {} ≠ {}); rerun the shards",
+                d.dir.display(),
+                now,
+                rec.content_sha256
+            );
         }
     }
 
@@ -186,41 +160,35 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
     let stage = StagedDir::new(out, false)?;
     let dir = stage.path();
 
-    let mut summary = Vec::new();
-    let mut cells = 0usize;
-    let cell_files: Vec<_> = files
+    let unit_path: BTreeMap<(usize, usize, usize), PathBuf> = files
         .iter()
         .filter_map(|(u, f)| match u.kind {
-            UnitKind::Cells { n_index } => Some((*u, n_index, f)),
+            UnitKind::Cells { block } => Some(((u.dataset, u.reward_model, block), f.clone())),
             UnitKind::Fsrc => None,
         })
         .collect();
-    let Some((_, _, first)) = cell_files.first() else {
-        bail_input!("the shards' config has no cells to merge");
+    let labels = |d: usize, r: usize| -> Result<TransformLabel> {
+        let t = transforms
+            .get(&exp.datasets[d].name)
+            .and_then(|m| m.get(&exp.reward_models[r].name))
+            .with_context(|| {
+                format!(
+                    "no shard recorded the transform of ({}, {})",
+                    exp.datasets[d].name, exp.reward_models[r].name
+                )
+            })?;
+        Ok(TransformLabel {
+            kind: t.kind.clone(),
+            data_dependent: t.data_dependent,
+        })
     };
-    let schema = read_frame(first)?.schema().as_ref().clone();
-    write_frames(
-        &dir.join(CELLS_FILE),
-        &schema,
-        cell_files.iter().map(|(u, ni, f)| {
-            let (di, ri) = (u.dataset, u.reward_model);
-            let nv = exp.n_values[*ni];
-            let df = read_frame(f)?;
-            let chunk = read_chunk(&df, f, &exp, di, ri, nv)?;
-            let t = transforms
-                .get(&exp.datasets[di].name)
-                .and_then(|m| m.get(&exp.reward_models[ri].name))
-                .with_context(|| format!("{}: no shard recorded its transform", f.display()))?;
-            summary.extend(summarise(
-                &chunk,
-                &exp.reward_models[ri].privacy,
-                &t.kind,
-                t.data_dependent,
-            ));
-            cells += chunk.rows();
-            Ok(df)
-        }),
-    )?;
+    let block_path = |d: usize, r: usize, b: usize| unit_path[&(d, r, b)].clone();
+    let (summary, cells) =
+        write_cells(&exp, &readers, &labels, &block_path, &dir.join(CELLS_FILE))?;
+    let mut gen_mean = Vec::new();
+    for (d, r) in exp.datasets.iter().zip(&readers) {
+        gen_mean.push(gen_seconds_mean(d, r)?);
+    }
     write_frame(&dir.join(SUMMARY_FILE), &mut summary_frame(&summary)?)?;
     let mut written = vec![CELLS_FILE, SUMMARY_FILE];
     if exp.config.fsrc.is_some() {
@@ -255,13 +223,14 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
             .datasets
             .iter()
             .zip(&m0.datasets)
-            .map(|(d, h)| DatasetRecord {
+            .zip(&gen_mean)
+            .map(|((d, h), g)| DatasetRecord {
                 name: d.name.clone(),
                 path: d.dir.display().to_string(),
-                scores_sha256: h.scores_sha256.clone(),
+                content_sha256: h.content_sha256.clone(),
                 prompts: d.manifest.counts.prompts,
                 responses: d.manifest.counts.responses,
-                gen_seconds_mean: gen_mean.get(&d.name).copied().flatten(),
+                gen_seconds_mean: *g,
             })
             .collect(),
         transforms,

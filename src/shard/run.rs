@@ -2,8 +2,10 @@
 //! ([`super::assign`]) and write them, with `shard.yaml`, into DIR.
 //!
 //! A unit is computed exactly as the one-machine sweep computes it (same
-//! pools, same engine call, same random streams), so its file is the
-//! sweep's chunk file byte for byte. `shard.yaml` is written first with
+//! pools, same engine call, same random streams, [`crate::sweep::blocks`]),
+//! so its file is the sweep's block file byte for byte. The shard reads only
+//! its own blocks' rows (of the columns it needs) through the windowed
+//! reader; `shard.yaml` records how many rows it decoded (`rows_read`). `shard.yaml` is written first with
 //! `finished: false` and again with `finished: true` after the last unit
 //! file is on disk; every unit file is written atomically. `--resume`
 //! reuses the unit files of an interrupted run of the same shard (same
@@ -13,7 +15,6 @@
 //! computes them from all units in one fixed order), and the cells file.
 
 use anyhow::{Context, Result};
-use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::PathBuf;
@@ -27,16 +28,17 @@ use super::spec::ShardSpec;
 use super::units::{Unit, UnitKind, units};
 use crate::bail_input;
 use crate::config::Experiment;
-use crate::data::open::{load_prepared, scores_sha256};
+use crate::data::open::open_reader;
+use crate::fsutil::lock::ResultsLock;
 use crate::fsutil::write_atomic;
-use crate::results::cells::Chunk;
 use crate::results::fsrc::fsrc_frame;
 use crate::results::manifest::TransformRecord;
-use crate::results::parquet_io::{read_frame, write_frame};
-use crate::sweep::engine::{Plan, run_item_with};
-use crate::sweep::lock::ResultsLock;
-use crate::sweep::run::{build_pools, config_hash, fsrc_rows, host};
-use crate::sweep::seed::StreamKey;
+use crate::results::parquet_io::write_frame;
+use crate::sweep::blocks::{
+    all_pools, block_file_name, content_sha256, prepare_reward_model, read_block, run_blocks,
+    write_block,
+};
+use crate::sweep::run::{config_hash, fsrc_rows, host};
 
 /// Options of one shard run.
 #[derive(Clone, Debug)]
@@ -113,9 +115,15 @@ fn prepare_dir(o: &ShardOptions, hash: &str) -> Result<Option<ShardManifest>> {
 
 fn run_in_pool(exp: &Experiment, o: &ShardOptions, threads: usize) -> Result<ShardOutcome> {
     let start = Instant::now();
+    // Opening reads only each dataset's index (prompts.parquet, blocks.parquet).
+    let readers = exp
+        .datasets
+        .iter()
+        .map(|d| open_reader(&d.dir))
+        .collect::<Result<Vec<_>>>()?;
     let mut ds_hashes = Vec::new();
-    for d in &exp.datasets {
-        ds_hashes.push((d.name.clone(), scores_sha256(&d.dir)?));
+    for (d, r) in exp.datasets.iter().zip(&readers) {
+        ds_hashes.push((d.name.clone(), content_sha256(exp, d, r)?));
     }
     let hash = config_hash(&exp.config, &ds_hashes)?;
     let all = units(exp);
@@ -128,7 +136,7 @@ fn run_in_pool(exp: &Experiment, o: &ShardOptions, threads: usize) -> Result<Sha
     }
     fs::create_dir_all(&o.out).with_context(|| format!("creating {}", o.out.display()))?;
     // One writer per shard directory; a requeued Slurm task takes over the
-    // lock its earlier incarnation left (crate::sweep::lock).
+    // lock its earlier incarnation left (crate::fsutil::lock).
     let _lock = ResultsLock::acquire(&o.out, "sweep --shard")?;
     if let Some(m) = prepare_dir(o, &hash)? {
         return Ok(ShardOutcome {
@@ -159,16 +167,16 @@ fn run_in_pool(exp: &Experiment, o: &ShardOptions, threads: usize) -> Result<Sha
             .iter()
             .map(|(name, sha)| ShardDataset {
                 name: name.clone(),
-                scores_sha256: sha.clone(),
+                content_sha256: sha.clone(),
             })
             .collect(),
         shard: o.spec.index,
         shards: o.spec.count,
-        units: mine.iter().map(|u| u.file_name(exp)).collect(),
+        units: mine.iter().map(|u| u.file_name()).collect(),
         fsrc: mine.iter().any(|u| u.kind == UnitKind::Fsrc),
         finished: false,
         transforms: BTreeMap::new(),
-        gen_seconds_mean: BTreeMap::new(),
+        rows_read: 0,
         computed_units: 0,
         resumed_units: 0,
         threads,
@@ -184,95 +192,81 @@ fn run_in_pool(exp: &Experiment, o: &ShardOptions, threads: usize) -> Result<Sha
     };
     save(&manifest)?;
 
-    // Units grouped by dataset, then reward model (the list is ordered so).
+    // Units grouped by (dataset, reward model) (the list is ordered so).
     let mut i = 0;
     while i < mine.len() {
-        let di = mine[i].dataset;
-        let ds = &exp.datasets[di];
-        eprintln!("shard {}: loading dataset `{}`", o.spec, ds.name);
-        let data = load_prepared(&ds.dir)?;
-        manifest.gen_seconds_mean.insert(
-            ds.name.clone(),
-            data.gen_seconds
-                .as_ref()
-                .map(|g| g.iter().map(|&x| f64::from(x)).sum::<f64>() / g.len().max(1) as f64),
+        let (di, ri) = (mine[i].dataset, mine[i].reward_model);
+        let (ds, rm, reader) = (&exp.datasets[di], &exp.reward_models[ri], &readers[di]);
+        let mut j = i;
+        while j < mine.len() && mine[j].dataset == di && mine[j].reward_model == ri {
+            j += 1;
+        }
+        eprintln!(
+            "shard {}: dataset `{}`, reward model `{}`: {} units",
+            o.spec,
+            ds.name,
+            rm.name,
+            j - i
         );
-        while i < mine.len() && mine[i].dataset == di {
-            let ri = mine[i].reward_model;
-            let rm = &exp.reward_models[ri];
-            let (pools, applied) = build_pools(&data, ds, rm)?;
-            manifest
-                .transforms
-                .entry(ds.name.clone())
-                .or_default()
-                .insert(
-                    rm.name.clone(),
-                    TransformRecord {
-                        kind: format!("{:?}", applied.kind).to_lowercase(),
-                        lo: applied.lo,
-                        hi: applied.hi,
-                        r_max: applied.r_max,
-                        delta_r: rm.privacy.delta_r,
-                        data_dependent: applied.data_dependent,
-                    },
-                );
-            let ecfg = exp.engine_config(rm, &pools);
-            // Built once per reward model: G tables, nodes, stream ids.
-            let plan = Plan::new(&ecfg);
-            while i < mine.len() && mine[i].dataset == di && mine[i].reward_model == ri {
-                let unit = mine[i];
-                let file = o.out.join(unit.file_name(exp));
-                match unit.kind {
-                    UnitKind::Cells { n_index } => {
-                        let n = exp.n_values[n_index];
-                        let mut chunk = Chunk {
-                            dataset: ds.name.clone(),
-                            reward_model: rm.name.clone(),
-                            n,
-                            replicates: exp.config.replicates,
-                            prompt_ids: data.prompt_ids.clone(),
-                            base_accuracy: pools.iter().map(|p| p.mean.gold).collect(),
-                            algorithms: exp.algorithms.clone(),
-                            metrics: Vec::new(),
-                        };
-                        let reusable = o.resume
-                            && file.exists()
-                            && read_frame(&file)
-                                .and_then(|df| Chunk::from_frame(&df, &chunk))
-                                .is_ok();
-                        if reusable {
-                            manifest.resumed_units += 1;
-                        } else {
-                            chunk.metrics = pools
-                                .par_iter()
-                                .zip(&data.prompt_ids)
-                                .map(|(pool, pid)| {
-                                    let key = StreamKey {
-                                        seed: exp.config.seed,
-                                        dataset: &ds.name,
-                                        reward_model: &rm.name,
-                                        prompt_id: pid,
-                                        n,
-                                    };
-                                    run_item_with(&plan, pool, n, &key)
-                                })
-                                .collect();
-                            write_frame(&file, &mut chunk.to_frame()?)?;
-                            manifest.computed_units += 1;
-                        }
-                    }
-                    UnitKind::Fsrc => {
-                        // Always recomputed: FSRC is cheap next to the cells
-                        // and its file holds no keys to check a reuse against.
-                        let rows = fsrc_rows(exp, ds, rm, &pools);
-                        write_frame(&file, &mut fsrc_frame(&rows)?)?;
-                        manifest.computed_units += 1;
+        let run = prepare_reward_model(exp, ds, reader, rm)?;
+        let applied = &run.applied;
+        manifest
+            .transforms
+            .entry(ds.name.clone())
+            .or_default()
+            .insert(
+                rm.name.clone(),
+                TransformRecord {
+                    kind: applied.kind.name().to_string(),
+                    lo: applied.lo,
+                    hi: applied.hi,
+                    r_max: applied.r_max,
+                    delta_r: rm.privacy.delta_r,
+                    data_dependent: applied.data_dependent,
+                },
+            );
+        let mut todo = Vec::new();
+        for unit in &mine[i..j] {
+            let file = o.out.join(unit.file_name());
+            match unit.kind {
+                UnitKind::Cells { block } => {
+                    let reusable = o.resume
+                        && file.exists()
+                        && read_block(&file, exp, ds, rm, reader, block).is_ok();
+                    if reusable {
+                        manifest.resumed_units += 1;
+                    } else {
+                        todo.push(block);
                     }
                 }
-                i += 1;
+                UnitKind::Fsrc => {}
             }
         }
+        let out = &o.out;
+        let write = |b: usize, c: &[crate::results::cells::Chunk]| {
+            write_block(&out.join(block_file_name(di, ri, b)), c)
+        };
+        run_blocks(exp, ds, rm, reader, &run, &todo, threads, &write, &|_| {})?;
+        manifest.computed_units += todo.len();
+        if mine[i..j].iter().any(|u| u.kind == UnitKind::Fsrc) {
+            // Always recomputed: FSRC is cheap next to the cells and its
+            // file holds no keys to check a reuse against.
+            let pools = all_pools(ds, reader, rm, applied)?;
+            let rows = fsrc_rows(exp, ds, rm, &pools);
+            let file = o.out.join(
+                Unit {
+                    dataset: di,
+                    reward_model: ri,
+                    kind: UnitKind::Fsrc,
+                }
+                .file_name(),
+            );
+            write_frame(&file, &mut fsrc_frame(&rows)?)?;
+            manifest.computed_units += 1;
+        }
+        i = j;
     }
+    manifest.rows_read = readers.iter().map(|r| r.rows_read()).sum();
     manifest.finished = true;
     manifest.seconds = start.elapsed().as_secs_f64();
     save(&manifest)?;

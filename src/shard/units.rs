@@ -1,12 +1,17 @@
 //! The shard unit: what a sweep's work is split into.
 //!
-//! A **cells unit** is one chunk of the one-machine sweep — (dataset, reward
-//! model, n) with every prompt and algorithm setting — and its file is the
-//! chunk file the sweep keeps in `.partial/` (`d{D}-r{R}-n{n}.parquet`).
-//! Every random stream is keyed by (seed, dataset, reward model, prompt, n,
-//! replicate), so a unit computes the same numbers wherever it runs, and the
-//! merged cells file is the unit files in this list's order — the sweep's
-//! own order.
+//! A **cells unit** is one block of the one-machine sweep — (dataset, reward
+//! model, 32-prompt block of ingest's layout) with every n and algorithm —
+//! and its file is the block file the sweep keeps in `.partial/`
+//! (`d{D}-r{R}-b{B}.parquet`, [`crate::sweep::blocks`]). Why this unit: a
+//! shard reads exactly its blocks' rows of the columns it needs (the
+//! dataset's row groups are these blocks), so its memory and I/O are bounded
+//! by its slice; a block is small enough (32 prompts) that shards balance,
+//! and large enough that a unit's file and reads are not dominated by
+//! per-file overhead. Every random stream is keyed by (seed, dataset,
+//! reward model, prompt, n, replicate), so a unit computes the same numbers
+//! wherever it runs; merge assembles the cells file from the unit files with
+//! the sweep's own function, so the bytes are the same.
 //!
 //! An **FSRC unit** is the FSRC section's runs on one (dataset, reward
 //! model): FSRC answers a stream of queries drawn over *all* prompts, so it
@@ -19,9 +24,9 @@ use crate::config::Experiment;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UnitKind {
-    /// Cells of `n_values[n_index]`.
+    /// Cells of one block of prompts (every n).
     Cells {
-        n_index: usize,
+        block: usize,
     },
     Fsrc,
 }
@@ -36,24 +41,25 @@ pub struct Unit {
 
 impl Unit {
     /// The unit's file name in a shard directory.
-    pub fn file_name(&self, exp: &Experiment) -> String {
+    pub fn file_name(&self) -> String {
         let (d, r) = (self.dataset, self.reward_model);
         match self.kind {
-            UnitKind::Cells { n_index } => {
-                format!("d{d}-r{r}-n{}.parquet", exp.n_values[n_index])
-            }
+            UnitKind::Cells { block } => crate::sweep::blocks::block_file_name(d, r, block),
             UnitKind::Fsrc => format!("fsrc-d{d}-r{r}.parquet"),
         }
     }
 }
 
-/// Whether the config's FSRC section runs on reward model `ri`.
-pub fn fsrc_wanted(exp: &Experiment, ri: usize) -> bool {
-    exp.config.fsrc.as_ref().is_some_and(|f| {
-        f.reward_models
-            .as_ref()
-            .is_none_or(|only| only.contains(&exp.reward_models[ri].name))
-    })
+pub use crate::sweep::blocks::fsrc_wanted;
+
+/// Blocks of dataset `d` (from its dataset.yaml; the reader verifies the
+/// index against it before any block is read).
+pub fn dataset_blocks(exp: &Experiment, d: usize) -> usize {
+    exp.datasets[d]
+        .manifest
+        .integrity
+        .as_ref()
+        .map_or(0, |i| i.blocks)
 }
 
 /// Every unit of `exp`, in cells-file order, FSRC units last.
@@ -61,11 +67,11 @@ pub fn units(exp: &Experiment) -> Vec<Unit> {
     let mut v = Vec::new();
     for d in 0..exp.datasets.len() {
         for r in 0..exp.reward_models.len() {
-            for n_index in 0..exp.n_values.len() {
+            for block in 0..dataset_blocks(exp, d) {
                 v.push(Unit {
                     dataset: d,
                     reward_model: r,
-                    kind: UnitKind::Cells { n_index },
+                    kind: UnitKind::Cells { block },
                 });
             }
         }

@@ -6,8 +6,8 @@
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
-use super::manifest::{SHARD_MANIFEST, ShardManifest, read_shard_manifest};
 use crate::bail_input;
+use crate::results::shard_manifest::{SHARD_MANIFEST, ShardManifest, read_shard_manifest};
 
 /// The verified shards, ordered by K.
 #[derive(Clone, Debug)]
@@ -118,7 +118,7 @@ pub fn verify(dirs: &[PathBuf]) -> Result<ShardSet> {
 mod tests {
     use super::*;
     use crate::error::{EXIT_BAD_INPUT, exit_code};
-    use crate::shard::manifest::{test_manifest, write_test_manifest};
+    use crate::results::shard_manifest::{test_manifest, write_test_manifest};
 
     fn err(dirs: &[PathBuf]) -> String {
         let e = verify(dirs).unwrap_err();
@@ -164,7 +164,7 @@ mod tests {
             "{e}"
         );
         let mut m = test_manifest(1, 3, true);
-        m.datasets[0].scores_sha256 = "t".into();
+        m.datasets[0].content_sha256 = "t".into();
         write_test_manifest(&d("data"), &m);
         assert!(err(&[all[0].clone(), d("data"), all[2].clone()]).contains("other data"));
         // Unfinished.

@@ -34,7 +34,7 @@ use std::path::PathBuf;
 use crate::bail_input;
 use crate::fsutil::write_atomic;
 use crate::results::manifest::MANIFEST_FILE;
-use crate::shard::manifest::read_shard_manifest;
+use crate::results::shard_manifest::read_shard_manifest;
 pub use script::{Layout, Plan};
 
 /// The flags of `privalign slurm`.
@@ -462,7 +462,7 @@ pub fn report(o: &Outcome) -> String {
 mod tests {
     use super::*;
     use crate::error::{EXIT_BAD_INPUT, exit_code};
-    use crate::shard::manifest::{test_manifest, write_test_manifest};
+    use crate::results::shard_manifest::{test_manifest, write_test_manifest};
     use std::path::Path;
 
     #[test]

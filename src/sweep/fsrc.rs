@@ -24,6 +24,7 @@ use super::engine::{
 };
 use super::seed::StreamKey;
 use crate::privacy::accountant::privitp_eps_max;
+pub use crate::results::fsrc::FsrcRun;
 use crate::select::pool::Pool;
 
 /// FSRC settings for one reward model.
@@ -36,21 +37,6 @@ pub struct FsrcParams {
     /// PrivITP's parameters; `clamp: None` means [0, R_max].
     pub privitp: PrivItpParams,
     pub privacy: PrivacyParams,
-}
-
-/// One FSRC run (one seed).
-#[derive(Clone, Debug, PartialEq)]
-pub struct FsrcRun {
-    pub queries: usize,
-    /// ⌊ε_total/ε_max⌋.
-    pub basic_queries: usize,
-    pub eps_max: f64,
-    pub eps_spent: f64,
-    pub mean_halting_time: f64,
-    /// Mean r* of the released responses.
-    pub accuracy: f64,
-    /// Largest single-query ex-post cost observed (must not exceed ε_max).
-    pub max_query_eps: f64,
 }
 
 /// Run the FSRC filter over a prompt stream drawn from `pools`.

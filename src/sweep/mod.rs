@@ -8,10 +8,10 @@
 //!   items in parallel with rayon.
 //! * [`fsrc`] answers a prompt stream with PrivITP under FSRC composition.
 
+pub mod blocks;
 pub mod conventions;
 pub mod engine;
 pub mod fsrc;
-pub mod lock;
 pub mod run;
 pub mod seed;
 pub mod staging;

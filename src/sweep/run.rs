@@ -1,13 +1,14 @@
 //! `privalign sweep`: expand an experiment into chunks, run them with the
 //! engine in parallel, and write the results of design §10.
 //!
-//! **Chunks and resume.** The unit of work and of resumption is a chunk: one
-//! (dataset, reward model, n) with every prompt and algorithm. Each finished
-//! chunk is written atomically to `<out>/.partial/` beside a file holding the
-//! config hash. `--resume` reuses the chunks found there when the hash
-//! matches and recomputes the rest; because every random stream depends only
-//! on (seed, dataset, reward model, prompt, n, replicate), a resumed run
-//! writes the same files as an uninterrupted one.
+//! **Blocks and resume.** The unit of work and of resumption is a block
+//! ([`super::blocks`]): one (dataset, reward model, 32-prompt block) with
+//! every n and algorithm. Each finished block is written atomically to
+//! `<out>/.partial/` beside a file holding the config hash. `--resume`
+//! reuses the blocks found there when the hash matches and recomputes the
+//! rest; because every random stream depends only on (seed, dataset, reward
+//! model, prompt, n, replicate), a resumed run writes the same files as an
+//! uninterrupted one.
 //!
 //! **Never half-written, never destroyed early.** A run builds every result
 //! file in `<out>/.partial/result/` and swaps them in only when all are
@@ -17,9 +18,11 @@
 //! `.partial/`. The lock, the staging and what privalign may overwrite are
 //! in [`super::staging`].
 //!
-//! **Memory** is one dataset's scores, one reward model's pools and one
-//! chunk's metrics at a time; the cells file is assembled from the chunk
-//! files one chunk at a time. Nothing grows with the number of replicates.
+//! **Memory** is a window of blocks' pools (read through the verifying
+//! windowed reader, only the columns the config uses) and one (dataset,
+//! reward model)'s cell metrics when the cells file is assembled — never the
+//! whole dataset's scores, except for FSRC (which draws over all prompts of
+//! its reward model). Nothing grows with the number of replicates.
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -30,20 +33,21 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::engine::{Batches, Plan, PrivItpParams, Sampling, run_item_with};
+use super::blocks::{
+    TransformLabel, all_pools, applied_transform, block_file_name, content_sha256, fsrc_wanted,
+    gen_seconds_mean, prepare_reward_model, read_block, run_blocks, write_block, write_cells,
+};
+use super::engine::{Batches, PrivItpParams, Sampling};
 use super::fsrc::{FsrcParams, run_fsrc};
-use super::seed::{StreamKey, stable_id};
-use super::transform::{self, AppliedTransform};
+use super::seed::stable_id;
 use crate::config::{Experiment, ResolvedDataset, RewardModel, SamplingSpec};
-use crate::data::open::{load_prepared, scores_sha256};
-use crate::data::prepared::{PreparedDataset, SCORES_FILE};
-use crate::error::input_error;
+use crate::data::open::open_reader;
 use crate::fsutil::{sha256_file, write_atomic};
-use crate::results::cells::{CELLS_FILE, Chunk};
+use crate::results::cells::CELLS_FILE;
 use crate::results::fsrc::{FSRC_FILE, FsrcRow, fsrc_frame};
 use crate::results::manifest::{DatasetRecord, MANIFEST_FILE, ResultsManifest, TransformRecord};
-use crate::results::parquet_io::{read_frame, write_frame, write_frames};
-use crate::results::summary::{SUMMARY_FILE, SummaryRow, summarise, summary_frame};
+use crate::results::parquet_io::write_frame;
+use crate::results::summary::{SUMMARY_FILE, summary_frame};
 use crate::select::pool::Pool;
 
 pub use super::staging::PARTIAL_DIR;
@@ -128,42 +132,6 @@ impl Reporter {
             eprintln!("sweep: {msg}");
         }
     }
-}
-
-/// Pools (transformed proxy r̂, gold r*) of every prompt for one reward model.
-pub(crate) fn build_pools(
-    data: &PreparedDataset,
-    ds: &ResolvedDataset,
-    rm: &RewardModel,
-) -> Result<(Vec<Pool>, AppliedTransform)> {
-    let raw = data.reward(&rm.name).ok_or_else(|| {
-        input_error(format!(
-            "{}: has no scores for reward model `{}`; re-run `privalign ingest` with its rewards",
-            ds.dir.join(SCORES_FILE).display(),
-            rm.name
-        ))
-    })?;
-    let offsets = &data.offsets;
-    let prompt_of = |i: usize| {
-        let p = offsets.partition_point(|&o| o <= i) - 1;
-        data.prompt_ids[p].clone()
-    };
-    let what = format!(
-        "dataset `{}` ({}), reward model `{}`",
-        ds.name,
-        ds.dir.display(),
-        rm.name
-    );
-    let (proxy, applied) = transform::apply(&rm.transform, raw, &what, prompt_of)?;
-    let pools = (0..data.prompts())
-        .into_par_iter()
-        .map(|p| {
-            let (a, b) = (offsets[p], offsets[p + 1]);
-            let gold: Vec<f64> = data.correct[a..b].iter().map(|&c| f64::from(c)).collect();
-            Pool::new(&proxy[a..b], &gold)
-        })
-        .collect();
-    Ok((pools, applied))
 }
 
 /// The FSRC runs of one (dataset, reward model): every σ × seed, in parallel.
@@ -283,9 +251,14 @@ fn sweep_in_pool(
     let mut stages: BTreeMap<String, f64> = BTreeMap::new();
     let out = &opts.out;
     let hashing = Instant::now();
+    let readers = exp
+        .datasets
+        .iter()
+        .map(|d| open_reader(&d.dir))
+        .collect::<Result<Vec<_>>>()?;
     let mut ds_hashes = Vec::new();
-    for d in &exp.datasets {
-        ds_hashes.push((d.name.clone(), scores_sha256(&d.dir)?));
+    for (d, r) in exp.datasets.iter().zip(&readers) {
+        ds_hashes.push((d.name.clone(), content_sha256(exp, d, r)?));
     }
     let hash = config_hash(&exp.config, &ds_hashes)?;
     let chunks_hash = crate::config::hash::cells_hash(&exp.config, &ds_hashes)?;
@@ -316,36 +289,27 @@ fn sweep_in_pool(
         * exp.n_values.len() as u64
         * algs;
     let rep = Reporter::new(total, opts.progress);
-    let mut summary: Vec<SummaryRow> = Vec::new();
     let mut fsrc: Vec<FsrcRow> = Vec::new();
-    let mut chunk_files: Vec<PathBuf> = Vec::new();
     let mut transforms: BTreeMap<String, BTreeMap<String, TransformRecord>> = BTreeMap::new();
     let mut gen_seconds: Vec<Option<f64>> = Vec::new();
-    let (mut computed, mut resumed, mut cells) = (0usize, 0usize, 0usize);
+    let (mut computed, mut resumed) = (0usize, 0usize);
     let (mut t_load, mut t_run, mut t_fsrc) = (0.0, 0.0, 0.0);
+    let block_path = |d: usize, r: usize, b: usize| partial.join(block_file_name(d, r, b));
 
     for (di, ds) in exp.datasets.iter().enumerate() {
-        rep.stage(format!(
-            "loading dataset `{}` from {}",
-            ds.name,
-            ds.dir.display()
-        ));
+        let reader = &readers[di];
         let t = Instant::now();
-        let data = load_prepared(&ds.dir)?;
+        gen_seconds.push(gen_seconds_mean(ds, reader)?);
         t_load += t.elapsed().as_secs_f64();
-        gen_seconds.push(
-            data.gen_seconds
-                .as_ref()
-                .map(|g| g.iter().map(|&x| f64::from(x)).sum::<f64>() / g.len().max(1) as f64),
-        );
         for (ri, rm) in exp.reward_models.iter().enumerate() {
             let t = Instant::now();
-            let (pools, applied) = build_pools(&data, ds, rm)?;
+            let run = prepare_reward_model(exp, ds, reader, rm)?;
             t_load += t.elapsed().as_secs_f64();
+            let applied = &run.applied;
             transforms.entry(ds.name.clone()).or_default().insert(
                 rm.name.clone(),
                 TransformRecord {
-                    kind: format!("{:?}", applied.kind).to_lowercase(),
+                    kind: applied.kind.name().to_string(),
                     lo: applied.lo,
                     hi: applied.hi,
                     r_max: applied.r_max,
@@ -353,82 +317,53 @@ fn sweep_in_pool(
                     data_dependent: applied.data_dependent,
                 },
             );
-            let kind = format!("{:?}", applied.kind).to_lowercase();
-            let ecfg = exp.engine_config(rm, &pools);
-            // Built once per reward model: G tables, nodes, stream ids.
-            let plan = Plan::new(&ecfg);
             rep.stage(format!(
                 "dataset `{}`, reward model `{}`: {} n × {} prompts × {} algorithm settings",
                 ds.name,
                 rm.name,
                 exp.n_values.len(),
-                pools.len(),
+                reader.prompts(),
                 algs
             ));
-            let t = Instant::now();
-            for &n in &exp.n_values {
-                let file = partial.join(format!("d{di}-r{ri}-n{n}.parquet"));
-                let mut chunk = Chunk {
-                    dataset: ds.name.clone(),
-                    reward_model: rm.name.clone(),
-                    n,
-                    replicates: exp.config.replicates,
-                    prompt_ids: data.prompt_ids.clone(),
-                    base_accuracy: pools.iter().map(|p| p.mean.gold).collect(),
-                    algorithms: exp.algorithms.clone(),
-                    metrics: Vec::new(),
-                };
-                let reused = if opts.resume && file.exists() {
-                    match read_frame(&file).and_then(|df| Chunk::from_frame(&df, &chunk)) {
-                        Ok(c) => Some(c),
+            // Blocks already on disk from an interrupted run of this config.
+            let nblocks = reader.blocks.len();
+            let mut todo = Vec::with_capacity(nblocks);
+            for b in 0..nblocks {
+                let file = block_path(di, ri, b);
+                let reusable = opts.resume
+                    && file.exists()
+                    && match read_block(&file, exp, ds, rm, reader, b) {
+                        Ok(_) => true,
                         Err(e) => {
                             rep.stage(format!("recomputing {} ({e:#})", file.display()));
-                            None
+                            false
                         }
-                    }
+                    };
+                if reusable {
+                    resumed += 1;
+                    rep.bar.inc(
+                        reader.blocks[b].prompts.len() as u64 * exp.n_values.len() as u64 * algs,
+                    );
                 } else {
-                    None
-                };
-                match reused {
-                    Some(c) => {
-                        chunk = c;
-                        resumed += 1;
-                        rep.bar.inc(chunk.rows() as u64);
-                    }
-                    None => {
-                        chunk.metrics = pools
-                            .par_iter()
-                            .zip(&data.prompt_ids)
-                            .map(|(pool, pid)| {
-                                let key = StreamKey {
-                                    seed: exp.config.seed,
-                                    dataset: &ds.name,
-                                    reward_model: &rm.name,
-                                    prompt_id: pid,
-                                    n,
-                                };
-                                let m = run_item_with(&plan, pool, n, &key);
-                                rep.bar.inc(algs);
-                                m
-                            })
-                            .collect();
-                        write_frame(&file, &mut chunk.to_frame()?)?;
-                        computed += 1;
-                    }
+                    todo.push(b);
                 }
-                cells += chunk.rows();
-                summary.extend(summarise(
-                    &chunk,
-                    &rm.privacy,
-                    &kind,
-                    applied.data_dependent,
-                ));
-                chunk_files.push(file);
             }
-            t_run += t.elapsed().as_secs_f64();
-            let t = Instant::now();
-            fsrc.extend(fsrc_rows(exp, ds, rm, &pools));
-            t_fsrc += t.elapsed().as_secs_f64();
+            let write = |b: usize, c: &[crate::results::cells::Chunk]| {
+                write_block(&block_path(di, ri, b), c)
+            };
+            let (read, total) =
+                run_blocks(exp, ds, rm, reader, &run, &todo, threads, &write, &|c| {
+                    rep.bar.inc(c)
+                })?;
+            computed += todo.len();
+            t_load += read;
+            t_run += total - read;
+            if fsrc_wanted(exp, ri) {
+                let t = Instant::now();
+                let pools = all_pools(ds, reader, rm, applied)?;
+                fsrc.extend(fsrc_rows(exp, ds, rm, &pools));
+                t_fsrc += t.elapsed().as_secs_f64();
+            }
         }
     }
     rep.bar.finish_and_clear();
@@ -440,16 +375,17 @@ fn sweep_in_pool(
 
     rep.stage(format!("writing results to {}", out.display()));
     let t = Instant::now();
-    crate::results::summary::ensure_finite(&summary)?;
     let res = staging.result_dir()?;
+    let labels = |d: usize, r: usize| -> Result<TransformLabel> {
+        let t = &transforms[&exp.datasets[d].name][&exp.reward_models[r].name];
+        Ok(TransformLabel {
+            kind: t.kind.clone(),
+            data_dependent: t.data_dependent,
+        })
+    };
+    let (summary, cells) = write_cells(exp, &readers, &labels, &block_path, &res.join(CELLS_FILE))?;
+    crate::results::summary::ensure_finite(&summary)?;
     let mut files = BTreeMap::new();
-    let first = read_frame(&chunk_files[0])?;
-    let schema = first.schema().as_ref().clone();
-    write_frames(
-        &res.join(CELLS_FILE),
-        &schema,
-        chunk_files.iter().map(|f| read_frame(f)),
-    )?;
     write_frame(&res.join(SUMMARY_FILE), &mut summary_frame(&summary)?)?;
     let mut written = vec![CELLS_FILE, SUMMARY_FILE];
     if exp.config.fsrc.is_some() {
@@ -477,7 +413,7 @@ fn sweep_in_pool(
             .map(|((d, (_, sha)), g)| DatasetRecord {
                 name: d.name.clone(),
                 path: d.dir.display().to_string(),
-                scores_sha256: sha.clone(),
+                content_sha256: sha.clone(),
                 prompts: d.manifest.counts.prompts,
                 responses: d.manifest.counts.responses,
                 gen_seconds_mean: *g,
@@ -518,9 +454,13 @@ pub fn fsrc_only(exp: &Experiment, threads: usize) -> Result<Vec<FsrcRow>> {
     pool.install(|| {
         let mut rows = Vec::new();
         for ds in &exp.datasets {
-            let data = load_prepared(&ds.dir)?;
-            for rm in &exp.reward_models {
-                let (pools, _) = build_pools(&data, ds, rm)?;
+            let reader = open_reader(&ds.dir)?;
+            for (ri, rm) in exp.reward_models.iter().enumerate() {
+                if !fsrc_wanted(exp, ri) {
+                    continue;
+                }
+                let applied = applied_transform(ds, rm)?;
+                let pools = all_pools(ds, &reader, rm, &applied)?;
                 rows.extend(fsrc_rows(exp, ds, rm, &pools));
             }
         }

@@ -33,8 +33,8 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::lock::ResultsLock;
 use crate::error::input_error;
+use crate::fsutil::lock::ResultsLock;
 use crate::fsutil::write_atomic;
 use crate::results::manifest::{MANIFEST_FILE, ResultsManifest};
 
@@ -65,11 +65,18 @@ pub fn old_manifest(out: &Path) -> Result<Option<ResultsManifest>> {
         })
 }
 
-/// `(name, scores SHA-256)` of every dataset of `exp`, as the config hashes take them.
+/// `(name, content SHA-256)` of every dataset of `exp` (what the sweep would
+/// read of it, [`super::blocks::content_sha256`]), as the config hashes take them.
 pub fn dataset_hashes(exp: &crate::config::Experiment) -> Result<Vec<(String, String)>> {
     exp.datasets
         .iter()
-        .map(|d| Ok((d.name.clone(), crate::data::open::scores_sha256(&d.dir)?)))
+        .map(|d| {
+            let reader = crate::data::open::open_reader(&d.dir)?;
+            Ok((
+                d.name.clone(),
+                super::blocks::content_sha256(exp, d, &reader)?,
+            ))
+        })
         .collect()
 }
 
@@ -77,7 +84,7 @@ pub fn dataset_hashes(exp: &crate::config::Experiment) -> Result<Vec<(String, St
 pub fn recorded_datasets(m: &ResultsManifest) -> Vec<(String, String)> {
     m.datasets
         .iter()
-        .map(|d| (d.name.clone(), d.scores_sha256.clone()))
+        .map(|d| (d.name.clone(), d.content_sha256.clone()))
         .collect()
 }
 

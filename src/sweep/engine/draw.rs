@@ -53,6 +53,15 @@ pub(crate) struct LazyBatch {
 }
 
 impl LazyBatch {
+    /// Draw positions up to `end` (exclusive) if not yet drawn.
+    #[inline]
+    pub(crate) fn ensure(&mut self, end: usize) {
+        while self.items.len() < end {
+            let i = self.drawer.next(self.pool);
+            self.items.push(i);
+        }
+    }
+
     /// Pool index of batch position `t` (0-based).
     #[inline]
     pub(crate) fn get(&mut self, t: usize) -> usize {
@@ -71,6 +80,19 @@ pub(crate) enum Candidates<'a> {
 }
 
 impl Candidates<'_> {
+    /// Pool indices of positions `start..start + out.len()`.
+    #[inline]
+    pub(crate) fn fill(&mut self, start: usize, out: &mut [usize]) {
+        let end = start + out.len();
+        match self {
+            Candidates::Fresh(b) => {
+                b.ensure(end);
+                out.copy_from_slice(&b.items[start..end]);
+            }
+            Candidates::Shared(a) => out.copy_from_slice(&a[start..end]),
+        }
+    }
+
     #[inline]
     pub(crate) fn get(&mut self, t: usize) -> usize {
         match self {

@@ -31,10 +31,10 @@
 //! [`rejection_conditional`]: crate::select::rejection::rejection_conditional
 
 use super::draw::Candidates;
-use super::prep::PoolPrep;
+use super::prep::WalkItem;
 use super::{Metrics, Plan, PrivItpParams};
+use crate::math::normal;
 use crate::privacy::accountant::Phase2Terms;
-use crate::privacy::normal;
 use crate::select::gtable::{GROUP, GroupCoeffs, ShiftedGTable};
 use crate::select::itp::PrivItpAcceptance;
 use crate::select::pool::{Pool, Values};
@@ -45,16 +45,31 @@ pub const NARROW: f64 = 0.05;
 
 type Lane = [f64; GROUP];
 
+/// Candidates per block of the walk: each lane group walks a block with its
+/// state in registers; a block's per-candidate data (table row, offset,
+/// G_B, pool index) is gathered once for every group.
+const BLOCK: usize = 32;
+
 /// Per-lane state, reused across replicates.
 #[derive(Default)]
 pub(crate) struct LaneScratch {
-    survival: Vec<Lane>,
-    generated: Vec<Lane>,
-    accepted: Vec<Lane>,
-    rejections: Vec<Lane>,
+    lanes: Vec<GroupLanes>,
     inv: Vec<Lane>,
     weight: Vec<Lane>,
     alive: Vec<bool>,
+    /// Per step of the block: the four partial sums of Σ_k w_k·p_k.
+    q4: Vec<[f64; 4]>,
+    /// `q4` before the group being walked (for a replay).
+    q4_saved: Vec<[f64; 4]>,
+}
+
+/// One lane group's walk state.
+#[derive(Clone, Copy, Default)]
+struct GroupLanes {
+    s: Lane,
+    generated: Lane,
+    accepted: Lane,
+    rejections: Lane,
 }
 
 /// A node walked by the scalar exact acceptance.
@@ -71,8 +86,7 @@ struct SlowLane {
 pub(crate) fn privitp_lockstep(
     plan: &Plan,
     pool: &Pool,
-    prep: &PoolPrep,
-    gb: &[f64],
+    items: &[WalkItem],
     table: &ShiftedGTable,
     p: &PrivItpParams,
     lambda: f64,
@@ -84,26 +98,23 @@ pub(crate) fn privitp_lockstep(
     let pr = &plan.cfg.privacy;
     let nodes = &plan.nodes;
     let groups = table.groups;
-    for v in [
-        &mut ls.survival,
-        &mut ls.generated,
-        &mut ls.accepted,
-        &mut ls.rejections,
-        &mut ls.inv,
-        &mut ls.weight,
-    ] {
+    ls.lanes.clear();
+    ls.lanes.resize(groups, GroupLanes::default());
+    for v in [&mut ls.inv, &mut ls.weight] {
         v.clear();
         v.resize(groups, [0.0; GROUP]);
     }
     ls.alive.clear();
     ls.alive.resize(groups, false);
+    ls.q4.resize(BLOCK, [0.0; 4]);
+    ls.q4_saved.resize(BLOCK, [0.0; 4]);
     let mut slow: Vec<SlowLane> = Vec::new();
     for (k, &(x, w)) in nodes.iter().enumerate() {
         let (g, l) = (k / GROUP, k % GROUP);
         let lt = lambda + p.sigma_x * x;
         let beta_m = pr.r_max + p.sigma_z * p.l - lt;
         if beta_m / p.sigma_z >= NARROW {
-            ls.survival[g][l] = 1.0;
+            ls.lanes[g].s[l] = 1.0;
             ls.inv[g][l] = p.sigma_z / beta_m;
             ls.alive[g] = true;
         } else {
@@ -120,23 +131,21 @@ pub(crate) fn privitp_lockstep(
     }
     let mut values = Values::default();
     let walk = Walk {
-        pool,
-        proxy: &prep.proxy,
-        gb,
+        items,
         table,
         lambda,
         inv_sz: 1.0 / p.sigma_z,
         n,
         nodes,
     };
-    if simd_level() == SimdLevel::Avx2 {
-        // SAFETY: AVX2 was detected at run time.
+    match plan.simd {
         #[cfg(target_arch = "x86_64")]
-        unsafe {
-            walk_avx2(&walk, cand, ls, &mut slow, &mut values)
-        }
-    } else {
-        walk_steps::<false>(&walk, cand, ls, &mut slow, &mut values);
+        // SAFETY: the level is only ever set from run-time detection.
+        SimdLevel::Avx512 => unsafe { walk_avx512(&walk, cand, ls, &mut slow, &mut values) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        SimdLevel::Avx2 => unsafe { walk_avx2(&walk, cand, ls, &mut slow, &mut values) },
+        _ => walk_blocks::<Scalar>(&walk, cand, ls, &mut slow, &mut values),
     }
     // Per node: fallback mass, halting time, generations and E[ε_2^post].
     let fresh = p.batches == super::Batches::Fresh;
@@ -147,12 +156,8 @@ pub(crate) fn privitp_lockstep(
             Some(sl) => (sl.survival, sl.accepted, sl.rejections, sl.generated),
             None => {
                 let (g, l) = (k / GROUP, k % GROUP);
-                (
-                    ls.survival[g][l],
-                    ls.accepted[g][l],
-                    ls.rejections[g][l],
-                    ls.generated[g][l],
-                )
+                let st = &ls.lanes[g];
+                (st.s[l], st.accepted[l], st.rejections[l], st.generated[l])
             }
         };
         let lt = lambda + p.sigma_x * x;
@@ -172,26 +177,47 @@ pub(crate) fn privitp_lockstep(
 }
 
 /// Which instruction set the walk runs with: chosen once per process from
-/// the CPU (AVX2 when present), or forced with `PRIVALIGN_SIMD=baseline|avx2`
-/// (tests run both and compare bits). The variants compile the same source:
-/// the same operations per lane in the same order, no fused multiply-add
-/// (neither variant enables FMA and Rust never contracts), so results do not
-/// depend on which node of a cluster computed them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// the CPU (AVX-512F, else AVX2, else the portable code), or capped with
+/// `PRIVALIGN_SIMD=baseline|avx2|avx512`; a plan carries its level
+/// ([`Plan::simd`]) so tests run every variant the CPU has and compare bits.
+/// The variants compile the same arithmetic: the same operations per lane in
+/// the same order, no fused multiply-add (no variant enables FMA and Rust
+/// never contracts), and the cross-lane sum in one fixed order — so results
+/// do not depend on which node of a cluster computed them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum SimdLevel {
     Baseline,
     Avx2,
+    Avx512,
+}
+
+impl SimdLevel {
+    /// Every level this CPU can run, lowest first.
+    pub fn available() -> Vec<SimdLevel> {
+        let mut v = vec![SimdLevel::Baseline];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                v.push(SimdLevel::Avx2);
+            }
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                v.push(SimdLevel::Avx512);
+            }
+        }
+        v
+    }
 }
 
 fn detect() -> SimdLevel {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let want = std::env::var("PRIVALIGN_SIMD").unwrap_or_default();
-        if want != "baseline" && std::arch::is_x86_feature_detected!("avx2") {
-            return SimdLevel::Avx2;
-        }
-    }
-    SimdLevel::Baseline
+    let best = *SimdLevel::available()
+        .last()
+        .unwrap_or(&SimdLevel::Baseline);
+    let cap = match std::env::var("PRIVALIGN_SIMD").as_deref() {
+        Ok("baseline") => SimdLevel::Baseline,
+        Ok("avx2") => SimdLevel::Avx2,
+        _ => SimdLevel::Avx512,
+    };
+    best.min(cap)
 }
 
 /// The walk's instruction set for this process.
@@ -202,9 +228,7 @@ pub fn simd_level() -> SimdLevel {
 
 /// What one walk reads.
 struct Walk<'a> {
-    pool: &'a Pool,
-    proxy: &'a [f64],
-    gb: &'a [f64],
+    items: &'a [WalkItem],
     table: &'a ShiftedGTable,
     lambda: f64,
     inv_sz: f64,
@@ -221,12 +245,42 @@ fn walk_avx2(
     slow: &mut [SlowLane],
     values: &mut Values,
 ) {
-    walk_steps::<true>(w, cand, ls, slow, values)
+    walk_blocks::<Avx2>(w, cand, ls, slow, values)
 }
 
-/// Phase 2 for every node in lockstep (see the module docs).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn walk_avx512(
+    w: &Walk,
+    cand: &mut Candidates,
+    ls: &mut LaneScratch,
+    slow: &mut [SlowLane],
+    values: &mut Values,
+) {
+    walk_blocks::<Avx512>(w, cand, ls, slow, values)
+}
+
+/// A block's per-candidate data, gathered once for every lane group.
+struct BlockData {
+    len: usize,
+    item: [usize; BLOCK],
+    row: [usize; BLOCK],
+    d: [f64; BLOCK],
+    gb: [f64; BLOCK],
+    tm1: [f64; BLOCK],
+    r: [f64; BLOCK],
+}
+
+/// Phase 2 for every node in lockstep (see the module docs), a block of
+/// candidates at a time. Each live lane group walks the block with its
+/// state in registers and without the per-step survival cut-off; if one of
+/// its lanes fell below [`SURVIVAL_EPS`] within the block, the group's
+/// block is replayed from its saved state with the cut-off applied at every
+/// step — so the result is the step-by-step walk's, bit for bit (a dead
+/// lane's survival is exactly 0, and every term it adds is +0). The walk
+/// ends at the first block that starts with every lane dead, or at t = n.
 #[inline(always)]
-fn walk_steps<const AVX2: bool>(
+fn walk_blocks<V: Lanes>(
     w: &Walk,
     cand: &mut Candidates,
     ls: &mut LaneScratch,
@@ -234,151 +288,379 @@ fn walk_steps<const AVX2: bool>(
     values: &mut Values,
 ) {
     let groups = w.table.groups;
-    let mut live_groups = ls.alive.iter().filter(|&&a| a).count();
+    let data = w.table.data();
     let mut live_slow = slow.len();
-    for t in 1..=w.n {
-        if live_groups == 0 && live_slow == 0 {
-            break;
+    let mut blk = BlockData {
+        len: 0,
+        item: [0; BLOCK],
+        row: [0; BLOCK],
+        d: [0.0; BLOCK],
+        gb: [0.0; BLOCK],
+        tm1: [0.0; BLOCK],
+        r: [0.0; BLOCK],
+    };
+    let mut t0 = 0usize;
+    while t0 < w.n && (ls.alive.iter().any(|&a| a) || live_slow > 0) {
+        let len = BLOCK.min(w.n - t0);
+        blk.len = len;
+        cand.fill(t0, &mut blk.item[..len]);
+        for j in 0..len {
+            let it = &w.items[blk.item[j]];
+            blk.r[j] = it.r;
+            blk.gb[j] = it.gb;
         }
-        let i = cand.get(t - 1);
-        let r = w.proxy[i];
-        let gbi = w.gb[i];
-        let tm1 = (t - 1) as f64;
-        let (row, d) = w.table.row((r - w.lambda) * w.inv_sz);
-        let mut q: Lane = [0.0; GROUP];
-        #[allow(clippy::needless_range_loop)] // g indexes six parallel arrays
+        for j in 0..len {
+            let (row, d) = w.table.row_start((blk.r[j] - w.lambda) * w.inv_sz);
+            blk.row[j] = row;
+            blk.d[j] = d;
+            blk.tm1[j] = (t0 + j) as f64;
+        }
+        // Σ_k w_k·p_k in one fixed order for every SIMD width: node k into
+        // partial sum k mod 4 in increasing k (lanes 0–3, then 4–7, of each
+        // live group in turn), then (q0+q1)+(q2+q3) below.
+        let mut first = true;
         for g in 0..groups {
             if !ls.alive[g] {
                 continue;
             }
-            let st = GroupState {
-                s: &mut ls.survival[g],
-                generated: &mut ls.generated[g],
-                accepted: &mut ls.accepted[g],
-                rejections: &mut ls.rejections[g],
+            let saved = ls.lanes[g];
+            let (inv, wt) = (&ls.inv[g], &ls.weight[g]);
+            let q4: &mut [[f64; 4]; BLOCK] = (&mut ls.q4[..]).try_into().expect("BLOCK steps");
+            // SAFETY (both calls): `V`'s instructions were detected before the walk began.
+            let crossed = if first {
+                unsafe {
+                    group_block::<V, false, true>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4)
+                }
+            } else {
+                // A replay must start from the partial sums before this group.
+                ls.q4_saved.copy_from_slice(&q4[..]);
+                unsafe {
+                    group_block::<V, false, false>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4)
+                }
             };
-            let live =
-                step_group::<AVX2>(&row[g], d, gbi, tm1, &ls.inv[g], &ls.weight[g], st, &mut q);
-            if !live {
-                ls.alive[g] = false;
-                live_groups -= 1;
+            if crossed {
+                ls.lanes[g] = saved;
+                if first {
+                    unsafe {
+                        group_block::<V, true, true>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4)
+                    };
+                } else {
+                    q4.copy_from_slice(&ls.q4_saved);
+                    unsafe {
+                        group_block::<V, true, false>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4)
+                    };
+                }
             }
+            ls.alive[g] = ls.lanes[g].s.iter().any(|&x| x > 0.0);
+            first = false;
         }
-        let mut qt = (q[0] + q[1]) + (q[2] + q[3]);
-        for sl in slow.iter_mut().filter(|s| s.survival > 0.0) {
-            let a = sl.acc.prob(r).clamp(0.0, 1.0);
-            let pk = sl.survival * a;
-            sl.generated += sl.survival;
-            sl.accepted += pk;
-            sl.rejections += pk * tm1;
-            sl.survival -= pk;
-            if sl.survival < SURVIVAL_EPS {
-                sl.survival = 0.0;
-                live_slow -= 1;
+        if first {
+            ls.q4[..len].fill([0.0; 4]);
+        }
+        for j in 0..len {
+            let q = &ls.q4[j];
+            let mut qt = (q[0] + q[1]) + (q[2] + q[3]);
+            if live_slow > 0 {
+                let tm1 = blk.tm1[j];
+                for sl in slow.iter_mut().filter(|s| s.survival > 0.0) {
+                    let a = sl.acc.prob(blk.r[j]).clamp(0.0, 1.0);
+                    let pk = sl.survival * a;
+                    sl.generated += sl.survival;
+                    sl.accepted += pk;
+                    sl.rejections += pk * tm1;
+                    sl.survival -= pk;
+                    if sl.survival < SURVIVAL_EPS {
+                        sl.survival = 0.0;
+                        live_slow -= 1;
+                    }
+                    qt += w.nodes[sl.k].1 * pk;
+                }
             }
-            qt += w.nodes[sl.k].1 * pk;
+            values.add_scaled(&w.items[blk.item[j]].values, qt);
         }
-        values.add_scaled(&w.pool.values[i], qt);
+        t0 += len;
     }
 }
 
-/// One lane group's mutable walk state.
-struct GroupState<'a> {
-    s: &'a mut Lane,
-    generated: &'a mut Lane,
-    accepted: &'a mut Lane,
-    rejections: &'a mut Lane,
-}
-
-/// One step of one lane group: a = clamp(inv·(G − G_B), 0, 1), then the
-/// scalar walk's update per lane. Returns whether any lane is still alive.
-/// With AVX2 the four lanes are one vector; the per-lane operations and
-/// their order are the same as the portable version's.
+/// One lane group's walk over one block: a = clamp(inv·(G − G_B), 0, 1),
+/// p = S·a, generated += S, accepted += p, rejections += p·(t − 1),
+/// S −= p (then, with `CUT`, S = 0 where S < [`SURVIVAL_EPS`]), and the
+/// step's w·p folded into `q4[j]` (lanes l and l + 4 into partial sum l;
+/// `FIRST`: the partial sums start here). Without `CUT`, returns whether a
+/// lane alive at the start ended the block below the cut-off (the caller
+/// replays with `CUT`).
+///
+/// # Safety
+/// `V`'s instructions must be available.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn step_group<const AVX2: bool>(
-    c: &GroupCoeffs,
-    d: f64,
-    gb: f64,
-    tm1: f64,
+unsafe fn group_block<V: Lanes, const CUT: bool, const FIRST: bool>(
+    data: &[GroupCoeffs],
+    g: usize,
+    blk: &BlockData,
+    st: &mut GroupLanes,
     inv: &Lane,
-    w: &Lane,
-    st: GroupState,
-    q: &mut Lane,
+    wt: &Lane,
+    q4: &mut [[f64; 4]; BLOCK],
 ) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    if AVX2 {
-        // SAFETY: AVX2 = true only in `walk_avx2`, entered after detection.
-        return unsafe { step_group_avx2(c, d, gb, tm1, inv, w, st, q) };
+    // SAFETY: the caller guarantees the instruction set.
+    unsafe {
+        let start = V::load(&st.s);
+        let (mut s, mut generated, mut accepted, mut rejections) = (
+            start,
+            V::load(&st.generated),
+            V::load(&st.accepted),
+            V::load(&st.rejections),
+        );
+        let (inv, wt) = (V::load(inv), V::load(wt));
+        for j in 0..blk.len {
+            let c = &data[blk.row[j] + g].0;
+            let d = V::splat(blk.d[j]);
+            let mut gv = V::load(&c[5]).mul(d).add(V::load(&c[4]));
+            gv = gv.mul(d).add(V::load(&c[3]));
+            gv = gv.mul(d).add(V::load(&c[2]));
+            gv = gv.mul(d).add(V::load(&c[1]));
+            gv = gv.mul(d).add(V::load(&c[0]));
+            let a = inv.mul(gv.sub(V::splat(blk.gb[j]))).clamp01();
+            let pk = s.mul(a);
+            generated = generated.add(s);
+            accepted = accepted.add(pk);
+            rejections = rejections.add(pk.mul(V::splat(blk.tm1[j])));
+            s = s.sub(pk);
+            if CUT {
+                s = s.zero_below(SURVIVAL_EPS);
+            }
+            wt.mul(pk).fold4::<FIRST>(&mut q4[j]);
+        }
+        s.store(&mut st.s);
+        generated.store(&mut st.generated);
+        accepted.store(&mut st.accepted);
+        rejections.store(&mut st.rejections);
+        !CUT && V::crossed(start, s, SURVIVAL_EPS)
     }
-    let mut live = false;
-    for l in 0..GROUP {
-        let gv =
-            ((((c[5][l] * d + c[4][l]) * d + c[3][l]) * d + c[2][l]) * d + c[1][l]) * d + c[0][l];
-        // max then min, as the AVX2 variant's max_pd/min_pd (same for non-NaN).
-        #[allow(clippy::manual_clamp)]
-        let a = (inv[l] * (gv - gb)).max(0.0).min(1.0);
-        let sv = st.s[l];
-        let pk = sv * a;
-        st.generated[l] += sv;
-        st.accepted[l] += pk;
-        st.rejections[l] += pk * tm1;
-        let s2 = sv - pk;
-        let s2 = if s2 < SURVIVAL_EPS { 0.0 } else { s2 };
-        st.s[l] = s2;
-        q[l] += w[l] * pk;
-        live |= s2 > 0.0;
+}
+
+/// Eight f64 lanes: the operations of the walk, one implementation per
+/// instruction set, each the same IEEE operation per lane.
+trait Lanes: Copy {
+    unsafe fn load(x: &Lane) -> Self;
+    unsafe fn store(self, x: &mut Lane);
+    unsafe fn splat(x: f64) -> Self;
+    unsafe fn add(self, o: Self) -> Self;
+    unsafe fn sub(self, o: Self) -> Self;
+    unsafe fn mul(self, o: Self) -> Self;
+    /// max(x, 0) then min(·, 1) (for non-NaN x, f64::max then f64::min).
+    unsafe fn clamp01(self) -> Self;
+    /// x where x ≥ eps, else 0.
+    unsafe fn zero_below(self, eps: f64) -> Self;
+    /// Whether a lane with start > 0 has end < eps.
+    unsafe fn crossed(start: Self, end: Self, eps: f64) -> bool;
+    /// q[l] = (q[l] + x[l]) + x[l + 4] (`FIRST`: q[l] = x[l] + x[l + 4]).
+    unsafe fn fold4<const FIRST: bool>(self, q: &mut [f64; 4]);
+}
+
+/// The portable lanes.
+#[derive(Clone, Copy)]
+struct Scalar(Lane);
+
+impl Lanes for Scalar {
+    #[inline(always)]
+    unsafe fn load(x: &Lane) -> Self {
+        Scalar(*x)
     }
-    live
+    #[inline(always)]
+    unsafe fn store(self, x: &mut Lane) {
+        *x = self.0;
+    }
+    #[inline(always)]
+    unsafe fn splat(x: f64) -> Self {
+        Scalar([x; GROUP])
+    }
+    #[inline(always)]
+    unsafe fn add(self, o: Self) -> Self {
+        Scalar(std::array::from_fn(|l| self.0[l] + o.0[l]))
+    }
+    #[inline(always)]
+    unsafe fn sub(self, o: Self) -> Self {
+        Scalar(std::array::from_fn(|l| self.0[l] - o.0[l]))
+    }
+    #[inline(always)]
+    unsafe fn mul(self, o: Self) -> Self {
+        Scalar(std::array::from_fn(|l| self.0[l] * o.0[l]))
+    }
+    #[inline(always)]
+    #[allow(clippy::manual_clamp)]
+    unsafe fn clamp01(self) -> Self {
+        Scalar(std::array::from_fn(|l| self.0[l].max(0.0).min(1.0)))
+    }
+    #[inline(always)]
+    unsafe fn zero_below(self, eps: f64) -> Self {
+        Scalar(std::array::from_fn(|l| {
+            if self.0[l] < eps { 0.0 } else { self.0[l] }
+        }))
+    }
+    #[inline(always)]
+    unsafe fn crossed(start: Self, end: Self, eps: f64) -> bool {
+        (0..GROUP).any(|l| start.0[l] > 0.0 && end.0[l] < eps)
+    }
+    #[inline(always)]
+    unsafe fn fold4<const FIRST: bool>(self, q: &mut [f64; 4]) {
+        for (l, ql) in q.iter_mut().enumerate() {
+            let lo = if FIRST { self.0[l] } else { *ql + self.0[l] };
+            *ql = lo + self.0[l + 4];
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn step_group_avx2(
-    c: &GroupCoeffs,
-    d: f64,
-    gb: f64,
-    tm1: f64,
-    inv: &Lane,
-    w: &Lane,
-    st: GroupState,
-    q: &mut Lane,
-) -> bool {
-    use std::arch::x86_64::*;
-    // SAFETY: every pointer is to a [f64; 4] (unaligned loads and stores).
-    unsafe {
-        let ld = |x: &Lane| _mm256_loadu_pd(x.as_ptr());
-        let dv = _mm256_set1_pd(d);
-        let mut gv = _mm256_add_pd(_mm256_mul_pd(ld(&c[5]), dv), ld(&c[4]));
-        gv = _mm256_add_pd(_mm256_mul_pd(gv, dv), ld(&c[3]));
-        gv = _mm256_add_pd(_mm256_mul_pd(gv, dv), ld(&c[2]));
-        gv = _mm256_add_pd(_mm256_mul_pd(gv, dv), ld(&c[1]));
-        gv = _mm256_add_pd(_mm256_mul_pd(gv, dv), ld(&c[0]));
-        let zero = _mm256_setzero_pd();
-        // max(x, 0) then min(·, 1): for a non-NaN x the same as f64::max/min.
-        let a = _mm256_mul_pd(ld(inv), _mm256_sub_pd(gv, _mm256_set1_pd(gb)));
-        let a = _mm256_min_pd(_mm256_max_pd(a, zero), _mm256_set1_pd(1.0));
-        let sv = ld(st.s);
-        let pk = _mm256_mul_pd(sv, a);
-        _mm256_storeu_pd(
-            st.generated.as_mut_ptr(),
-            _mm256_add_pd(ld(st.generated), sv),
+use std::arch::x86_64::*;
+
+/// Two AVX2 registers.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct Avx2(__m256d, __m256d);
+
+// Every method is an intrinsic of the type's instruction set, which the
+// trait's contract (the caller detected it) makes safe to call.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_op_in_unsafe_fn)]
+impl Lanes for Avx2 {
+    #[inline(always)]
+    unsafe fn load(x: &Lane) -> Self {
+        // SAFETY: x is 8 f64 (unaligned loads).
+        unsafe {
+            Avx2(
+                _mm256_loadu_pd(x.as_ptr()),
+                _mm256_loadu_pd(x.as_ptr().add(4)),
+            )
+        }
+    }
+    #[inline(always)]
+    unsafe fn store(self, x: &mut Lane) {
+        // SAFETY: as above.
+        unsafe {
+            _mm256_storeu_pd(x.as_mut_ptr(), self.0);
+            _mm256_storeu_pd(x.as_mut_ptr().add(4), self.1);
+        }
+    }
+    #[inline(always)]
+    unsafe fn splat(x: f64) -> Self {
+        let v = _mm256_set1_pd(x);
+        Avx2(v, v)
+    }
+    #[inline(always)]
+    unsafe fn add(self, o: Self) -> Self {
+        Avx2(_mm256_add_pd(self.0, o.0), _mm256_add_pd(self.1, o.1))
+    }
+    #[inline(always)]
+    unsafe fn sub(self, o: Self) -> Self {
+        Avx2(_mm256_sub_pd(self.0, o.0), _mm256_sub_pd(self.1, o.1))
+    }
+    #[inline(always)]
+    unsafe fn mul(self, o: Self) -> Self {
+        Avx2(_mm256_mul_pd(self.0, o.0), _mm256_mul_pd(self.1, o.1))
+    }
+    #[inline(always)]
+    unsafe fn clamp01(self) -> Self {
+        let (z, one) = (_mm256_setzero_pd(), _mm256_set1_pd(1.0));
+        Avx2(
+            _mm256_min_pd(_mm256_max_pd(self.0, z), one),
+            _mm256_min_pd(_mm256_max_pd(self.1, z), one),
+        )
+    }
+    #[inline(always)]
+    unsafe fn zero_below(self, eps: f64) -> Self {
+        let e = _mm256_set1_pd(eps);
+        let cut = |x| _mm256_andnot_pd(_mm256_cmp_pd::<_CMP_LT_OQ>(x, e), x);
+        Avx2(cut(self.0), cut(self.1))
+    }
+    #[inline(always)]
+    unsafe fn crossed(start: Self, end: Self, eps: f64) -> bool {
+        let (z, e) = (_mm256_setzero_pd(), _mm256_set1_pd(eps));
+        let half = |s, x| {
+            _mm256_movemask_pd(_mm256_and_pd(
+                _mm256_cmp_pd::<_CMP_GT_OQ>(s, z),
+                _mm256_cmp_pd::<_CMP_LT_OQ>(x, e),
+            )) != 0
+        };
+        half(start.0, end.0) || half(start.1, end.1)
+    }
+    #[inline(always)]
+    unsafe fn fold4<const FIRST: bool>(self, q: &mut [f64; 4]) {
+        let lo = if FIRST {
+            self.0
+        } else {
+            _mm256_add_pd(_mm256_loadu_pd(q.as_ptr()), self.0)
+        };
+        _mm256_storeu_pd(q.as_mut_ptr(), _mm256_add_pd(lo, self.1));
+    }
+}
+
+/// One AVX-512 register.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct Avx512(__m512d);
+
+// Every method is an intrinsic of the type's instruction set, which the
+// trait's contract (the caller detected it) makes safe to call.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_op_in_unsafe_fn)]
+impl Lanes for Avx512 {
+    #[inline(always)]
+    unsafe fn load(x: &Lane) -> Self {
+        // SAFETY: x is 8 f64 (unaligned load).
+        unsafe { Avx512(_mm512_loadu_pd(x.as_ptr())) }
+    }
+    #[inline(always)]
+    unsafe fn store(self, x: &mut Lane) {
+        // SAFETY: as above.
+        unsafe { _mm512_storeu_pd(x.as_mut_ptr(), self.0) }
+    }
+    #[inline(always)]
+    unsafe fn splat(x: f64) -> Self {
+        Avx512(_mm512_set1_pd(x))
+    }
+    #[inline(always)]
+    unsafe fn add(self, o: Self) -> Self {
+        Avx512(_mm512_add_pd(self.0, o.0))
+    }
+    #[inline(always)]
+    unsafe fn sub(self, o: Self) -> Self {
+        Avx512(_mm512_sub_pd(self.0, o.0))
+    }
+    #[inline(always)]
+    unsafe fn mul(self, o: Self) -> Self {
+        Avx512(_mm512_mul_pd(self.0, o.0))
+    }
+    #[inline(always)]
+    unsafe fn clamp01(self) -> Self {
+        Avx512(_mm512_min_pd(
+            _mm512_max_pd(self.0, _mm512_setzero_pd()),
+            _mm512_set1_pd(1.0),
+        ))
+    }
+    #[inline(always)]
+    unsafe fn zero_below(self, eps: f64) -> Self {
+        let keep = _mm512_cmp_pd_mask::<_CMP_NLT_UQ>(self.0, _mm512_set1_pd(eps));
+        Avx512(_mm512_maskz_mov_pd(keep, self.0))
+    }
+    #[inline(always)]
+    unsafe fn crossed(start: Self, end: Self, eps: f64) -> bool {
+        let was = _mm512_cmp_pd_mask::<_CMP_GT_OQ>(start.0, _mm512_setzero_pd());
+        let low = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(end.0, _mm512_set1_pd(eps));
+        (was & low) != 0
+    }
+    #[inline(always)]
+    unsafe fn fold4<const FIRST: bool>(self, q: &mut [f64; 4]) {
+        let (x0, x1) = (
+            _mm512_castpd512_pd256(self.0),
+            _mm512_extractf64x4_pd::<1>(self.0),
         );
-        _mm256_storeu_pd(st.accepted.as_mut_ptr(), _mm256_add_pd(ld(st.accepted), pk));
-        _mm256_storeu_pd(
-            st.rejections.as_mut_ptr(),
-            _mm256_add_pd(ld(st.rejections), _mm256_mul_pd(pk, _mm256_set1_pd(tm1))),
-        );
-        let s2 = _mm256_sub_pd(sv, pk);
-        let dead = _mm256_cmp_pd::<_CMP_LT_OQ>(s2, _mm256_set1_pd(SURVIVAL_EPS));
-        let s2 = _mm256_andnot_pd(dead, s2);
-        _mm256_storeu_pd(st.s.as_mut_ptr(), s2);
-        _mm256_storeu_pd(
-            q.as_mut_ptr(),
-            _mm256_add_pd(ld(q), _mm256_mul_pd(ld(w), pk)),
-        );
-        _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_GT_OQ>(s2, zero)) != 0
+        let lo = if FIRST {
+            x0
+        } else {
+            _mm256_add_pd(_mm256_loadu_pd(q.as_ptr()), x0)
+        };
+        _mm256_storeu_pd(q.as_mut_ptr(), _mm256_add_pd(lo, x1));
     }
 }
 

@@ -3,9 +3,9 @@
 //! replicates into the metrics of design §7.
 //!
 //! Layout (each file one job):
-//! * this file — the algorithm and engine types, the run [`Plan`] (what can
-//!   be computed once per run: quadrature nodes, node-shifted G tables, stream
-//!   ids), and the entry points [`run_prompt`], [`run_item`], [`run_items`];
+//! * this file — the run [`Plan`] (what can be computed once per run:
+//!   quadrature nodes, node-shifted G tables, stream ids), and the entry
+//!   points [`run_prompt`], [`run_item`], [`run_items`];
 //! * [`prep`] — what is computed once per pool (contiguous rewards, the
 //!   exponential-mechanism weights, PrivITP's λ̃-free acceptance term);
 //! * [`replicate`] — one replicate of every algorithm: batch A, BoN, PrivBoN,
@@ -26,202 +26,19 @@ mod replicate;
 use rayon::prelude::*;
 
 use super::seed::{StreamKey, stable_id};
+pub use crate::config::plan::{EngineConfig, Estimator, LambdaNoise, Sampling};
+use crate::math::quadrature::gauss_hermite_normal;
 pub use crate::privacy::accountant::PrivacyParams;
+pub use crate::results::cells::Metrics;
+pub use crate::select::algorithm::{Algorithm, AlgorithmKind, Batches, PrivItpParams};
 use crate::select::gtable::{GTable, ShiftedGTable};
-use crate::select::pool::{Pool, Values};
-use crate::select::quadrature::gauss_hermite_normal;
-use crate::select::reference_scripts::Conventions;
+use crate::select::pool::Pool;
 pub use prep::PoolPrep;
 
-/// How candidates are drawn from the pool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sampling {
-    /// Bootstrap (the paper's protocol).
-    WithReplacement,
-    /// Requires n ≤ N.
-    WithoutReplacement,
-}
-
-/// How the mechanism's own randomness is treated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Estimator {
-    /// Exact expectation over the mechanism's coins given the batches.
-    Conditional,
-    /// Draw the coins literally, as a deployment would.
-    Sampled,
-}
-
-/// How the conditional estimator treats PrivITP's Phase-1 noise λ̃.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LambdaNoise {
-    /// Gauss–Hermite quadrature with this many nodes.
-    Quadrature(usize),
-    /// One λ̃ draw per replicate.
-    Sampled,
-}
-
-/// Which batch ITP's Phase 2 runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Batches {
-    /// A fresh independent batch B (the paper's algorithm; needed for privacy).
-    Fresh,
-    /// Reuse batch A (as in Huang et al.).
-    Shared,
-}
-
-impl Batches {
-    fn key(self) -> &'static str {
-        match self {
-            Batches::Fresh => "fresh",
-            Batches::Shared => "shared",
-        }
-    }
-}
-
-/// PrivITP's parameters (paper `alg:privitp`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PrivItpParams {
-    pub sigma_x: f64,
-    pub sigma_z: f64,
-    pub beta: f64,
-    /// Truncation parameter L in M = (R_max + σ_Z·L − λ̃)/β.
-    pub l: f64,
-    /// Optional clamp of λ̃ to [lo, hi] (post-processing).
-    pub clamp: Option<(f64, f64)>,
-    pub batches: Batches,
-}
-
-impl PrivItpParams {
-    /// The paper's split of a total noise σ: σ_X = σ_Z = σ/2, L = 4, no
-    /// clamp, fresh Phase-2 batch.
-    pub fn split_half(sigma: f64, beta: f64) -> Self {
-        Self {
-            sigma_x: sigma / 2.0,
-            sigma_z: sigma / 2.0,
-            beta,
-            l: 4.0,
-            clamp: None,
-            batches: Batches::Fresh,
-        }
-    }
-}
-
-/// One algorithm with its parameters.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Algorithm {
-    Bon,
-    PrivBon { sigma: f64 },
-    PrivBonGauss { sigma: f64 },
-    Itp { beta: f64, batches: Batches },
-    PrivItp(PrivItpParams),
-}
-
-/// An f64 in a stream label: its exact bit pattern, so that labels never
-/// depend on how a number is printed.
-fn bits(x: f64) -> String {
-    format!("{:016x}", x.to_bits())
-}
-
-impl Algorithm {
-    /// Result-file name (design §10).
-    pub fn name(&self) -> &'static str {
-        match self {
-            Algorithm::Bon => "bon",
-            Algorithm::PrivBon { .. } => "privbon",
-            Algorithm::PrivBonGauss { .. } => "privbon_gauss",
-            Algorithm::Itp { .. } => "itp",
-            Algorithm::PrivItp(_) => "privitp",
-        }
-    }
-
-    /// Total noise σ (PrivITP: σ_X + σ_Z, the paper's σ for the `half` split).
-    pub fn sigma(&self) -> Option<f64> {
-        match self {
-            Algorithm::PrivBon { sigma } | Algorithm::PrivBonGauss { sigma } => Some(*sigma),
-            Algorithm::PrivItp(p) => Some(p.sigma_x + p.sigma_z),
-            _ => None,
-        }
-    }
-
-    pub fn beta(&self) -> Option<f64> {
-        match self {
-            Algorithm::Itp { beta, .. } => Some(*beta),
-            Algorithm::PrivItp(p) => Some(p.beta),
-            _ => None,
-        }
-    }
-
-    /// The label that keys this algorithm's mechanism stream: fixed tags and
-    /// the exact bits of every parameter, written out field by field so that
-    /// renaming a Rust type or field never moves a number (pinned by a test).
-    pub fn stream_label(&self) -> String {
-        match self {
-            Algorithm::Bon => "bon".into(),
-            Algorithm::PrivBon { sigma } => format!("privbon/gumbel/sigma={}", bits(*sigma)),
-            Algorithm::PrivBonGauss { sigma } => format!("privbon/gauss/sigma={}", bits(*sigma)),
-            Algorithm::Itp { beta, batches } => {
-                format!("itp/beta={}/batches={}", bits(*beta), batches.key())
-            }
-            Algorithm::PrivItp(p) => format!(
-                "privitp/sigma_x={}/sigma_z={}/beta={}/L={}/clamp={}/batches={}",
-                bits(p.sigma_x),
-                bits(p.sigma_z),
-                bits(p.beta),
-                bits(p.l),
-                match p.clamp {
-                    Some((lo, hi)) => format!("{},{}", bits(lo), bits(hi)),
-                    None => "none".into(),
-                },
-                p.batches.key()
-            ),
-        }
-    }
-
-    /// The mechanism stream id: SHA-256 of [`Self::stream_label`].
-    pub fn mechanism_stream(&self) -> u64 {
-        stable_id(&self.stream_label())
-    }
-}
-
-/// Settings shared by every work item of a run.
-#[derive(Clone, Debug)]
-pub struct EngineConfig {
-    pub algorithms: Vec<Algorithm>,
-    pub replicates: usize,
-    pub sampling: Sampling,
-    pub estimator: Estimator,
-    pub lambda_noise: LambdaNoise,
-    pub privacy: PrivacyParams,
-    /// The reference scripts' conventions (default: none, the paper's algorithm).
-    pub conventions: Conventions,
-    /// The base policy's values over the whole dataset (fallback `dataset_base`).
-    pub dataset_base: Values,
-}
-
-impl EngineConfig {
-    /// The defaults of design §6–§9: bootstrap with replacement, λ̃
-    /// integrated by 16-node Gauss–Hermite quadrature, [`PrivacyParams::default`].
-    pub fn new(algorithms: Vec<Algorithm>, replicates: usize, estimator: Estimator) -> Self {
-        Self {
-            algorithms,
-            replicates,
-            sampling: Sampling::WithReplacement,
-            estimator,
-            lambda_noise: LambdaNoise::Quadrature(16),
-            privacy: PrivacyParams::default(),
-            conventions: Conventions::default(),
-            dataset_base: Values::default(),
-        }
-    }
-}
-
-/// Metrics of one algorithm on one (prompt, n), averaged over replicates.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Metrics {
-    pub values: Values,
-    pub halting_time: Option<f64>,
-    pub generations: f64,
-    pub eps: Option<f64>,
+/// The mechanism stream id of an algorithm: SHA-256 of its
+/// [`Algorithm::stream_label`].
+pub fn mechanism_stream(a: &Algorithm) -> u64 {
+    stable_id(&a.stream_label())
 }
 
 /// Per-run precomputation for one PrivITP setting's conditional estimator.
@@ -250,6 +67,9 @@ pub struct Plan {
     pub privitp: Vec<Option<PrivItpPlan>>,
     /// G for the λ̃-free acceptance term.
     pub gtable: GTable,
+    /// The instruction set of PrivITP's lockstep walk (from the CPU, see
+    /// [`lockstep::simd_level`]; tests set each available level and compare bits).
+    pub simd: lockstep::SimdLevel,
 }
 
 impl Plan {
@@ -304,15 +124,12 @@ impl Plan {
         Self {
             cfg: cfg.clone(),
             nodes,
-            streams: cfg
-                .algorithms
-                .iter()
-                .map(|a| a.mechanism_stream())
-                .collect(),
+            streams: cfg.algorithms.iter().map(mechanism_stream).collect(),
             beta_slot,
             betas,
             privitp,
             gtable: GTable::new(),
+            simd: lockstep::simd_level(),
         }
     }
 }
@@ -397,7 +214,7 @@ mod tests {
             "privitp/sigma_x=3fc0000000000000/sigma_z=3fc0000000000000/beta=3fa999999999999a/L=4010000000000000/clamp=none/batches=fresh"
         );
         assert_eq!(
-            Algorithm::Bon.mechanism_stream(),
+            mechanism_stream(&Algorithm::Bon),
             17_863_710_600_027_879_794_u64
         );
     }

@@ -3,7 +3,7 @@
 //! mechanism's weights, and PrivITP's λ̃-free acceptance term.
 
 use super::{Algorithm, Plan};
-use crate::select::pool::Pool;
+use crate::select::pool::{Pool, Values};
 
 /// Per-pool tables of one run.
 #[derive(Clone, Debug)]
@@ -16,10 +16,21 @@ pub struct PoolPrep {
     /// some e_i underflows (range/σ > 700), where a batch's own maximum must
     /// be the reference and the weights are computed per batch.
     pub privbon_weights: Vec<Option<Vec<f64>>>,
-    /// Per algorithm: for PrivITP, G((r̂_i − R_max − σ_Z·L)/σ_Z), the second
-    /// term of the closed-form acceptance σ_Z·[G((r̂ − λ̃)/σ_Z) − G(·)]/βM,
-    /// which does not depend on λ̃.
-    pub privitp_gb: Vec<Option<Vec<f64>>>,
+    /// Per algorithm: for PrivITP, each pool item's walk data packed in one
+    /// cache line — r̂, G_B = G((r̂_i − R_max − σ_Z·L)/σ_Z) (the second term
+    /// of the closed-form acceptance σ_Z·[G((r̂ − λ̃)/σ_Z) − G_B]/βM, which
+    /// does not depend on λ̃) and the item's values — so a step of the walk
+    /// touches one line of the pool, not three.
+    pub privitp_items: Vec<Option<Vec<WalkItem>>>,
+}
+
+/// One pool item as PrivITP's lockstep walk reads it.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+pub struct WalkItem {
+    pub r: f64,
+    pub gb: f64,
+    pub values: Values,
 }
 
 impl PoolPrep {
@@ -39,7 +50,7 @@ impl PoolPrep {
                 _ => None,
             })
             .collect();
-        let privitp_gb = plan
+        let privitp_items = plan
             .cfg
             .algorithms
             .iter()
@@ -47,9 +58,13 @@ impl PoolPrep {
                 Algorithm::PrivItp(p) => {
                     let c = r_max + p.sigma_z * p.l;
                     Some(
-                        proxy
+                        pool.values
                             .iter()
-                            .map(|&r| plan.gtable.g((r - c) / p.sigma_z))
+                            .map(|v| WalkItem {
+                                r: v.proxy,
+                                gb: plan.gtable.g((v.proxy - c) / p.sigma_z),
+                                values: *v,
+                            })
                             .collect(),
                     )
                 }
@@ -59,7 +74,7 @@ impl PoolPrep {
         Self {
             proxy,
             privbon_weights,
-            privitp_gb,
+            privitp_items,
         }
     }
 }

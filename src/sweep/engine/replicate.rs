@@ -142,14 +142,13 @@ pub(crate) fn run_n(
                     let lam = lambda.unwrap_or_default();
                     let pp = plan.privitp[k].as_ref().expect("PrivITP plan");
                     let dataset_base = cfg.conventions.privitp.fallback == Fallback::DatasetBase;
-                    match (&pp.table, prep.privitp_gb[k].as_ref()) {
-                        (Some(table), Some(gb)) if !dataset_base => {
+                    match (&pp.table, prep.privitp_items[k].as_ref()) {
+                        (Some(table), Some(items)) if !dataset_base => {
                             let mut cand = candidates(p.batches, &mut batch_b, &s.batch_a);
                             privitp_lockstep(
                                 plan,
                                 pool,
-                                prep,
-                                gb,
+                                items,
                                 table,
                                 &p,
                                 lam,
@@ -214,8 +213,7 @@ fn bon(
     estimator: Estimator,
     coins: impl FnOnce() -> Pcg64,
 ) -> Metrics {
-    let best = rewards.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let ties = rewards.iter().filter(|&&r| r == best).count();
+    let (best, ties, first) = max_and_ties(rewards);
     let tied = || {
         batch
             .iter()
@@ -227,8 +225,12 @@ fn bon(
         Estimator::Conditional => {
             let mut v = Values::default();
             let w = 1.0 / ties as f64;
-            for i in tied() {
-                v.add_scaled(&pool.values[i], w);
+            if ties == 1 {
+                v.add_scaled(&pool.values[batch[first]], w);
+            } else {
+                for i in tied() {
+                    v.add_scaled(&pool.values[i], w);
+                }
             }
             v
         }
@@ -243,6 +245,33 @@ fn bon(
         generations: batch.len() as f64,
         eps: None,
     }
+}
+
+/// The largest reward, how many candidates have it, and the first position
+/// holding it — one branch-free pass over eight lanes (exact: a maximum and
+/// a count do not depend on the order they are taken in).
+fn max_and_ties(r: &[f64]) -> (f64, usize, usize) {
+    const L: usize = 8;
+    let mut best = [f64::NEG_INFINITY; L];
+    let mut count = [0usize; L];
+    let mut first = [usize::MAX; L];
+    for (c, chunk) in r.chunks(L).enumerate() {
+        for (l, &x) in chunk.iter().enumerate() {
+            let (gt, eq) = (x > best[l], x == best[l]);
+            first[l] = if gt { c * L + l } else { first[l] };
+            count[l] = if gt { 1 } else { count[l] + usize::from(eq) };
+            best[l] = if gt { x } else { best[l] };
+        }
+    }
+    let top = best.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (mut ties, mut pos) = (0, usize::MAX);
+    for l in 0..L {
+        if best[l] == top {
+            ties += count[l];
+            pos = pos.min(first[l]);
+        }
+    }
+    (top, ties, pos)
 }
 
 /// Gumbel PrivBoN (the exponential mechanism, `thm:gumbel_priv`): the
@@ -478,6 +507,33 @@ fn phase2(
                 },
                 o,
             )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::max_and_ties;
+    use rand::{RngExt, SeedableRng};
+
+    /// Against the straightforward fold, count and position.
+    #[test]
+    fn max_and_ties_match_brute_force() {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(5);
+        for n in [1usize, 2, 7, 8, 9, 17, 100, 1000] {
+            for levels in [1u32, 3, 50, 100_000] {
+                let r: Vec<f64> = (0..n)
+                    .map(|_| f64::from(rng.random_range(0..=levels)) / f64::from(levels))
+                    .collect();
+                let best = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let ties = r.iter().filter(|&&x| x == best).count();
+                let first = r.iter().position(|&x| x == best).unwrap();
+                assert_eq!(
+                    max_and_ties(&r),
+                    (best, ties, first),
+                    "n={n} levels={levels}"
+                );
+            }
         }
     }
 }

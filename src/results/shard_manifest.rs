@@ -12,19 +12,20 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::manifest::TransformRecord;
 use crate::bail_input;
 use crate::config::ExperimentConfig;
-use crate::results::manifest::TransformRecord;
 
 pub const SHARD_MANIFEST: &str = "shard.yaml";
 /// The `format` key of a shard manifest; a different value is refused.
-pub const SHARD_FORMAT: &str = "privalign-shard/v1";
+pub const SHARD_FORMAT: &str = "privalign-shard/v2";
 
 /// One dataset's identity as the shard saw it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShardDataset {
     pub name: String,
-    pub scores_sha256: String,
+    /// The dataset's content hash (see `DatasetRecord::content_sha256`).
+    pub content_sha256: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -53,9 +54,10 @@ pub struct ShardManifest {
     /// Per dataset, per reward model: the transform as applied, for the
     /// (dataset, reward model) pairs this shard's units touch.
     pub transforms: BTreeMap<String, BTreeMap<String, TransformRecord>>,
-    /// Mean generation seconds per dataset this shard loaded (whole
-    /// dataset, as the one-machine sweep computes it).
-    pub gen_seconds_mean: BTreeMap<String, Option<f64>>,
+    /// Rows of scores.parquet this shard decoded (all columns it read count
+    /// once per row and read): its slice, not the dataset.
+    #[serde(default)]
+    pub rows_read: u64,
     pub computed_units: usize,
     pub resumed_units: usize,
     // Run-specific fields (they differ between runs of the same shard).
@@ -106,7 +108,7 @@ pub(crate) fn test_manifest(k: usize, n: usize, finished: bool) -> ShardManifest
         .unwrap(),
         datasets: vec![ShardDataset {
             name: "d".into(),
-            scores_sha256: "s".into(),
+            content_sha256: "s".into(),
         }],
         shard: k,
         shards: n,
@@ -114,7 +116,7 @@ pub(crate) fn test_manifest(k: usize, n: usize, finished: bool) -> ShardManifest
         fsrc: false,
         finished,
         transforms: BTreeMap::new(),
-        gen_seconds_mean: BTreeMap::new(),
+        rows_read: 0,
         computed_units: 0,
         resumed_units: 0,
         threads: 1,

@@ -6,6 +6,8 @@
 //! after every byte has been written. If the process fails before that, the
 //! temporary is removed by `Drop`; if it is killed, only a hidden `.tmp-`
 //! entry is left, which never looks like a finished result.
+//!
+//! [`lock`] keeps a second writer out of a directory being written.
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
@@ -16,6 +18,8 @@ use std::path::{Path, PathBuf};
 use crate::bail_input;
 use crate::error::input_error;
 use crate::rename::rename_noreplace;
+
+pub mod lock;
 
 /// A directory being built next to its final location.
 pub struct StagedDir {

@@ -13,8 +13,8 @@
 use anyhow::Result;
 use std::path::Path;
 
-use super::prepared::{DatasetManifest, RewardStats, load_manifest};
-use crate::report::format::{Cell, ColumnSpec, Table};
+use super::format::{Cell, ColumnSpec, Table};
+use crate::data::prepared::{DatasetManifest, RewardStats, load_manifest};
 
 /// A suggested `clip` interval for a reward model, or `None` when every score
 /// is equal (nothing to select by).

@@ -1,0 +1,534 @@
+//! The sweep's unit of work, of resumption and of sharding: one **block** of
+//! prompts (the 32-prompt row groups ingest writes, [`crate::data::layout`])
+//! of one (dataset, reward model), with every n and algorithm setting.
+//!
+//! **Why blocks.** Memory: a run holds a window of blocks' pools at a time,
+//! read through the verifying [`DatasetReader`] (only the columns the config
+//! uses), so peak memory does not grow with the number of prompts. Speed:
+//! each pool's precomputation ([`crate::sweep::engine::run_prompt`]) serves
+//! every n. Sharding: a shard reads only its own blocks.
+//!
+//! **Exactness.** A block computes each (prompt, n) with the same stream key
+//! and engine call as any other split of the work, so its numbers do not
+//! depend on which window, thread or shard computed it. A block file holds
+//! the block's cells n-major (one [`Chunk`] per n, in `n_values` order). The
+//! cells file is *assembled* from the block files ([`write_cells`]) in the
+//! sweep's fixed order — (dataset, reward model, n), prompts in dataset
+//! order — and the summary is computed from those assembled chunks, so the
+//! one-machine sweep and a merge of any number of shards write the same
+//! bytes by construction: both call [`write_cells`].
+//!
+//! **Whole-dataset quantities** never come from a window: transform bounds
+//! from dataset.yaml's `transform_stats`; the reference-scripts
+//! `fallback: dataset_base` credit from a pre-pass over every block (only
+//! when configured — documented as the one case where a shard reads beyond
+//! its slice); FSRC, which draws over all prompts, reads every block of its
+//! reward model.
+
+use anyhow::{Context, Result};
+use polars::prelude::DataFrame;
+use rayon::prelude::*;
+use std::path::Path;
+use std::rc::Rc;
+
+use super::engine::{Metrics, Plan, run_prompt};
+use super::seed::StreamKey;
+use super::transform::{self, AppliedTransform};
+use crate::config::{Experiment, ResolvedDataset, RewardModel};
+use crate::data::cols;
+use crate::data::reader::{DatasetReader, Window};
+use crate::error::input_error;
+use crate::results::cells::Chunk;
+use crate::results::parquet_io::{f64_column, read_frame, write_frames, write_frames_scratch};
+use crate::results::summary::{SummaryRow, summarise};
+use crate::select::pool::{Pool, Values};
+use crate::select::reference_scripts::Fallback;
+
+/// Prompts per window a worker thread should have (load balance: the last
+/// prompt of a window waits for the slowest).
+const PROMPTS_PER_THREAD: usize = 32;
+
+/// Whether the config's FSRC section runs on reward model `ri`.
+pub fn fsrc_wanted(exp: &Experiment, ri: usize) -> bool {
+    exp.config.fsrc.as_ref().is_some_and(|f| {
+        f.reward_models
+            .as_ref()
+            .is_none_or(|only| only.contains(&exp.reward_models[ri].name))
+    })
+}
+
+/// The block file of (dataset `d`, reward model `r`, block `b`).
+pub fn block_file_name(d: usize, r: usize, b: usize) -> String {
+    format!("d{d}-r{r}-b{b}.parquet")
+}
+
+/// The columns of a dataset an experiment reads: `correct`, the config's
+/// reward models, and `gen_seconds` when the dataset has it. The dataset's
+/// content hash ([`DatasetReader::content_hash`]) is over exactly these.
+pub fn dataset_columns(exp: &Experiment, ds: &ResolvedDataset) -> Vec<String> {
+    let mut v = vec![cols::CORRECT.to_string()];
+    v.extend(exp.reward_models.iter().map(|r| r.name.clone()));
+    if ds.manifest.has_gen_seconds {
+        v.push(cols::GEN_SECONDS.to_string());
+    }
+    v
+}
+
+/// The content SHA-256 of what `exp` reads from `reader`.
+pub fn content_sha256(
+    exp: &Experiment,
+    ds: &ResolvedDataset,
+    reader: &DatasetReader,
+) -> Result<String> {
+    let names = dataset_columns(exp, ds);
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    reader.content_hash(&refs)
+}
+
+/// What one (dataset, reward model) run fixes before touching a block.
+pub struct RewardModelRun {
+    pub applied: AppliedTransform,
+    pub plan: Plan,
+}
+
+fn what(ds: &ResolvedDataset, rm: &RewardModel) -> String {
+    format!(
+        "dataset `{}` ({}), reward model `{}`",
+        ds.name,
+        ds.dir.display(),
+        rm.name
+    )
+}
+
+/// The transform of `rm` on `ds`, its bounds from dataset.yaml's
+/// whole-dataset statistics.
+pub fn applied_transform(ds: &ResolvedDataset, rm: &RewardModel) -> Result<AppliedTransform> {
+    if !ds.manifest.reward_models.contains(&rm.name) {
+        return Err(input_error(format!(
+            "{}: has no scores for reward model `{}`; re-run `privalign ingest` with its rewards",
+            ds.dir.join(crate::data::prepared::SCORES_FILE).display(),
+            rm.name
+        )));
+    }
+    let stats = ds.manifest.transform_stats.get(&rm.name).ok_or_else(|| {
+        input_error(format!(
+            "{}: records no transform statistics for reward model `{}` (written by an older privalign); re-run `privalign ingest`",
+            ds.dir.join(crate::data::prepared::DATASET_MANIFEST_FILE).display(),
+            rm.name
+        ))
+    })?;
+    transform::prepare(&rm.transform, stats, &what(ds, rm))
+}
+
+/// Fix the transform and build the run plan of (`ds`, `rm`). Reads every
+/// block only when a reference-scripts convention needs the dataset-wide
+/// base values.
+pub fn prepare_reward_model(
+    exp: &Experiment,
+    ds: &ResolvedDataset,
+    reader: &DatasetReader,
+    rm: &RewardModel,
+) -> Result<RewardModelRun> {
+    let applied = applied_transform(ds, rm)?;
+    let conv = crate::config::resolve::conventions(&exp.config.algorithms);
+    let base = if conv.itp.fallback == Fallback::DatasetBase
+        || conv.privitp.fallback == Fallback::DatasetBase
+    {
+        dataset_base(ds, reader, rm, &applied)?
+    } else {
+        Values::default()
+    };
+    let ecfg = exp.engine_config(rm, base);
+    Ok(RewardModelRun {
+        applied,
+        plan: Plan::new(&ecfg),
+    })
+}
+
+/// The base policy's values over the whole dataset
+/// ([`crate::select::reference_scripts::dataset_base`]), accumulated block by
+/// block in prompt order — the same operations in the same order as over
+/// all pools at once, so the same bits.
+fn dataset_base(
+    ds: &ResolvedDataset,
+    reader: &DatasetReader,
+    rm: &RewardModel,
+    applied: &AppliedTransform,
+) -> Result<Values> {
+    let total = reader.offsets.last().copied().unwrap_or(0);
+    let mut v = Values::default();
+    for b in 0..reader.blocks.len() {
+        for p in window_pools(ds, reader, rm, applied, b..b + 1)? {
+            v.add_scaled(&p.mean, p.len() as f64 / total.max(1) as f64);
+        }
+    }
+    Ok(v)
+}
+
+/// The pools (transformed r̂, gold r*) of the prompts of `blocks`.
+pub fn window_pools(
+    ds: &ResolvedDataset,
+    reader: &DatasetReader,
+    rm: &RewardModel,
+    applied: &AppliedTransform,
+    blocks: std::ops::Range<usize>,
+) -> Result<Vec<Pool>> {
+    let w = reader
+        .read_blocks(blocks, &[cols::CORRECT, rm.name.as_str()])
+        .map_err(|e| crate::data::open::damaged_unless_input(&ds.dir, e))?;
+    pools_of(ds, reader, rm, applied, &w)
+}
+
+fn pools_of(
+    ds: &ResolvedDataset,
+    reader: &DatasetReader,
+    rm: &RewardModel,
+    applied: &AppliedTransform,
+    w: &Window,
+) -> Result<Vec<Pool>> {
+    let raw = w.column(&rm.name);
+    let row0 = reader.offsets[w.prompts.start];
+    let prompt_of = |i: usize| {
+        let q = w.offsets.partition_point(|&o| o <= i) - 1;
+        reader.prompt_ids[w.prompts.start + q].clone()
+    };
+    if let Some(i) = raw.iter().position(|r| !r.is_finite()) {
+        return Err(input_error(format!(
+            "{}: response {} (prompt {}) has score {}; scores must be finite numbers — fix the raw file and re-run `privalign ingest`",
+            what(ds, rm),
+            row0 + i,
+            prompt_of(i),
+            raw[i]
+        )));
+    }
+    let proxy = applied.map(raw, &what(ds, rm), prompt_of)?;
+    let correct = w.column(cols::CORRECT);
+    Ok((0..w.prompts.len())
+        .into_par_iter()
+        .map(|q| {
+            let (a, b) = (w.offsets[q], w.offsets[q + 1]);
+            let gold: Vec<f64> = correct[a..b].iter().map(|&c| f64::from(c)).collect();
+            Pool::new(&proxy[a..b], &gold)
+        })
+        .collect())
+}
+
+/// Every pool of (`ds`, `rm`) in prompt order (FSRC draws over all prompts).
+pub fn all_pools(
+    ds: &ResolvedDataset,
+    reader: &DatasetReader,
+    rm: &RewardModel,
+    applied: &AppliedTransform,
+) -> Result<Vec<Pool>> {
+    if reader.blocks.is_empty() {
+        return Ok(Vec::new());
+    }
+    window_pools(ds, reader, rm, applied, 0..reader.blocks.len())
+}
+
+/// Blocks per window for `threads` workers.
+pub fn window_blocks(threads: usize, reader: &DatasetReader) -> usize {
+    let per_block = reader.blocks.first().map_or(1, |b| b.prompts.len().max(1));
+    (threads * PROMPTS_PER_THREAD).div_ceil(per_block).max(1)
+}
+
+/// Compute the blocks `todo` (ascending) of (`ds`, `rm`) and hand each
+/// block's chunks to `write`, in windows of consecutive blocks of
+/// [`window_blocks`] — the one loop the sweep and a shard share. The next
+/// window is read (and verified) while the current one computes, so the
+/// reads cost no wall time on more than one thread. `done(k)` reports k
+/// finished cells. Returns the seconds of the first read (the only one not
+/// overlapped with computing) and of the whole loop.
+#[allow(clippy::too_many_arguments)]
+pub fn run_blocks(
+    exp: &Experiment,
+    ds: &ResolvedDataset,
+    rm: &RewardModel,
+    reader: &DatasetReader,
+    run: &RewardModelRun,
+    todo: &[usize],
+    threads: usize,
+    write: &(dyn Fn(usize, &[Chunk]) -> Result<()> + Sync),
+    done: &(dyn Fn(u64) + Sync),
+) -> Result<(f64, f64)> {
+    let per_window = window_blocks(threads, reader);
+    let mut windows: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut k = 0;
+    while k < todo.len() {
+        let mut e = k + 1;
+        while e < todo.len() && e - k < per_window && todo[e] == todo[e - 1] + 1 {
+            e += 1;
+        }
+        windows.push(todo[k]..todo[e - 1] + 1);
+        k = e;
+    }
+    let read = |w: &std::ops::Range<usize>| -> Result<(Vec<Pool>, f64)> {
+        let t = std::time::Instant::now();
+        let pools = window_pools(ds, reader, rm, &run.applied, w.clone())?;
+        Ok((pools, t.elapsed().as_secs_f64()))
+    };
+    let start = std::time::Instant::now();
+    let mut next: Option<Result<(Vec<Pool>, f64)>> = windows.first().map(read);
+    let t_read = start.elapsed().as_secs_f64();
+    for (i, w) in windows.iter().enumerate() {
+        let (pools, _) = next.take().expect("a window read ahead")?;
+        let compute = || -> Result<()> {
+            let chunks = compute_blocks(exp, ds, rm, reader, run, w.clone(), &pools, done);
+            for (b, c) in w.clone().zip(&chunks) {
+                write(b, c)?;
+            }
+            Ok(())
+        };
+        let (computed, ahead) = rayon::join(compute, || windows.get(i + 1).map(read));
+        computed?;
+        next = ahead;
+    }
+    Ok((t_read, start.elapsed().as_secs_f64()))
+}
+
+/// An empty chunk of block `b` at `n` (keys only).
+fn block_chunk(
+    exp: &Experiment,
+    ds: &ResolvedDataset,
+    rm: &RewardModel,
+    reader: &DatasetReader,
+    b: usize,
+    n: usize,
+    base_accuracy: Vec<f64>,
+) -> Chunk {
+    Chunk {
+        dataset: ds.name.clone(),
+        reward_model: rm.name.clone(),
+        n,
+        replicates: exp.config.replicates,
+        prompt_ids: reader.prompt_ids[reader.blocks[b].prompts.clone()].to_vec(),
+        base_accuracy,
+        algorithms: exp.algorithms.clone(),
+        metrics: Vec::new(),
+    }
+}
+
+/// Compute the blocks `blocks` of (`ds`, `rm`) from their pools (in prompt
+/// order), in parallel over prompts: per block, one chunk per n.
+/// `done(k)` is called as each prompt finishes, with its cell count.
+#[allow(clippy::too_many_arguments)]
+pub fn compute_blocks(
+    exp: &Experiment,
+    ds: &ResolvedDataset,
+    rm: &RewardModel,
+    reader: &DatasetReader,
+    run: &RewardModelRun,
+    blocks: std::ops::Range<usize>,
+    pools: &[Pool],
+    done: &(dyn Fn(u64) + Sync),
+) -> Vec<Vec<Chunk>> {
+    let first = reader.blocks[blocks.start].prompts.start;
+    let cells = (exp.n_values.len() * exp.algorithms.len()) as u64;
+    let per_prompt: Vec<Vec<Vec<Metrics>>> = pools
+        .par_iter()
+        .enumerate()
+        .map(|(q, pool)| {
+            let pid = &reader.prompt_ids[first + q];
+            let m = run_prompt(&run.plan, pool, &exp.n_values, |n| StreamKey {
+                seed: exp.config.seed,
+                dataset: &ds.name,
+                reward_model: &rm.name,
+                prompt_id: pid,
+                n,
+            });
+            done(cells);
+            m
+        })
+        .collect();
+    blocks
+        .map(|b| {
+            let ps = reader.blocks[b].prompts.clone();
+            let (q0, q1) = (ps.start - first, ps.end - first);
+            exp.n_values
+                .iter()
+                .enumerate()
+                .map(|(ni, &n)| {
+                    let base = pools[q0..q1].iter().map(|p| p.mean.gold).collect();
+                    let mut c = block_chunk(exp, ds, rm, reader, b, n, base);
+                    c.metrics = per_prompt[q0..q1].iter().map(|m| m[ni].clone()).collect();
+                    c
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Write one block's chunks (n-major, one row group per n), atomically.
+pub fn write_block(path: &Path, chunks: &[Chunk]) -> Result<()> {
+    let frames: Vec<_> = chunks.iter().map(Chunk::to_frame).collect::<Result<_>>()?;
+    let schema = frames[0].schema().as_ref().clone();
+    write_frames_scratch(path, &schema, frames.into_iter().map(Ok))
+}
+
+/// Read back block `b`'s file, checking every key against the config and
+/// the dataset's index (prompts, algorithms, n); base accuracies come from
+/// the file (no scores are read).
+pub fn read_block(
+    path: &Path,
+    exp: &Experiment,
+    ds: &ResolvedDataset,
+    rm: &RewardModel,
+    reader: &DatasetReader,
+    b: usize,
+) -> Result<Vec<Chunk>> {
+    let df = read_frame(path)?;
+    let p = reader.blocks[b].prompts.len();
+    let rows = p * exp.algorithms.len();
+    if df.height() != rows * exp.n_values.len() {
+        anyhow::bail!(
+            "has {} rows, expected {} (block {b}: {p} prompts × {} algorithm settings × {} n)",
+            df.height(),
+            rows * exp.n_values.len(),
+            exp.algorithms.len(),
+            exp.n_values.len()
+        );
+    }
+    exp.n_values
+        .iter()
+        .enumerate()
+        .map(|(ni, &n)| {
+            let part = df.slice((ni * rows) as i64, rows);
+            let base: Vec<f64> = f64_column(&part, crate::results::cells::col::BASE_ACCURACY)?
+                .iter()
+                .take(p)
+                .map(|b| b.unwrap_or(f64::NAN))
+                .collect();
+            let want = block_chunk(exp, ds, rm, reader, b, n, base);
+            Chunk::from_frame(&part, &want).with_context(|| format!("n = {n}"))
+        })
+        .collect()
+}
+
+/// How the summary labels a reward model's transform.
+pub struct TransformLabel {
+    pub kind: String,
+    pub data_dependent: bool,
+}
+
+/// Write `cells.parquet` at `out` from the block files of every (dataset,
+/// reward model), found by `block_path(d, r, b)`, in the sweep's fixed order,
+/// and return the summary rows computed from the same chunks in the same
+/// order, with the cell count. Holds one (dataset, reward model)'s chunks at
+/// a time. Shared by `sweep` and `merge`, so both write the same bytes.
+pub fn write_cells(
+    exp: &Experiment,
+    readers: &[DatasetReader],
+    labels: &dyn Fn(usize, usize) -> Result<TransformLabel>,
+    block_path: &dyn Fn(usize, usize, usize) -> std::path::PathBuf,
+    out: &Path,
+) -> Result<(Vec<SummaryRow>, usize)> {
+    let mut summary = Vec::new();
+    let mut cells = 0usize;
+    let mut groups =
+        (0..exp.datasets.len()).flat_map(|d| (0..exp.reward_models.len()).map(move |r| (d, r)));
+    // One (dataset, reward model) assembled at a time, its chunks yielded in n order.
+    let mut pending: std::collections::VecDeque<(usize, Chunk, Rc<TransformLabel>)> =
+        Default::default();
+    let mut next_chunk = move || -> Option<Result<(usize, Chunk, Rc<TransformLabel>)>> {
+        loop {
+            if let Some(x) = pending.pop_front() {
+                return Some(Ok(x));
+            }
+            let (d, r) = groups.next()?;
+            match assemble_group(exp, readers, labels, block_path, d, r) {
+                Ok((chunks, label)) => {
+                    let l = Rc::new(label);
+                    pending.extend(chunks.into_iter().map(|c| (r, c, l.clone())));
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    };
+    let first = next_chunk().context("the config has no cells to write")??;
+    let schema = first.1.to_frame()?.schema().as_ref().clone();
+    let mut handle = |(r, c, l): (usize, Chunk, Rc<TransformLabel>)| -> Result<DataFrame> {
+        summary.extend(summarise(
+            &c,
+            &exp.reward_models[r].privacy,
+            &l.kind,
+            l.data_dependent,
+        ));
+        cells += c.rows();
+        c.to_frame()
+    };
+    let head = handle(first);
+    write_frames(
+        out,
+        &schema,
+        std::iter::once(head)
+            .chain(std::iter::from_fn(next_chunk).map(|x| x.and_then(&mut handle))),
+    )?;
+    Ok((summary, cells))
+}
+
+/// The chunks (one per n, every prompt in order) of (dataset `d`, reward
+/// model `r`), assembled from its block files.
+fn assemble_group(
+    exp: &Experiment,
+    readers: &[DatasetReader],
+    labels: &dyn Fn(usize, usize) -> Result<TransformLabel>,
+    block_path: &dyn Fn(usize, usize, usize) -> std::path::PathBuf,
+    d: usize,
+    r: usize,
+) -> Result<(Vec<Chunk>, TransformLabel)> {
+    let (ds, rm, reader) = (&exp.datasets[d], &exp.reward_models[r], &readers[d]);
+    let label = labels(d, r)?;
+    let mut out: Vec<Chunk> = exp
+        .n_values
+        .iter()
+        .map(|&n| Chunk {
+            dataset: ds.name.clone(),
+            reward_model: rm.name.clone(),
+            n,
+            replicates: exp.config.replicates,
+            prompt_ids: reader.prompt_ids.clone(),
+            base_accuracy: Vec::with_capacity(reader.prompts()),
+            algorithms: exp.algorithms.clone(),
+            metrics: Vec::with_capacity(reader.prompts()),
+        })
+        .collect();
+    for b in 0..reader.blocks.len() {
+        let path = block_path(d, r, b);
+        let chunks = read_block(&path, exp, ds, rm, reader, b).map_err(|e| {
+            input_error(format!(
+                "{}: is not the block this config expects ({e:#}); rerun the sweep or shard that wrote it",
+                path.display()
+            ))
+        })?;
+        for (o, c) in out.iter_mut().zip(chunks) {
+            o.base_accuracy.extend(c.base_accuracy);
+            o.metrics.extend(c.metrics);
+        }
+    }
+    Ok((out, label))
+}
+
+/// Mean generation time per response over the whole dataset (the sum in row
+/// order, block by block), or `None` without a `gen_seconds` column.
+pub fn gen_seconds_mean(ds: &ResolvedDataset, reader: &DatasetReader) -> Result<Option<f64>> {
+    if !ds.manifest.has_gen_seconds || reader.blocks.is_empty() {
+        return Ok(None);
+    }
+    let mut sum = 0.0f64;
+    let mut count = 0usize;
+    let step = 64;
+    let mut b = 0;
+    while b < reader.blocks.len() {
+        let e = (b + step).min(reader.blocks.len());
+        let w = reader
+            .read_blocks(b..e, &[cols::GEN_SECONDS])
+            .map_err(|e| crate::data::open::damaged_unless_input(&ds.dir, e))?;
+        let g = w.column(cols::GEN_SECONDS);
+        for &x in g {
+            sum += f64::from(x);
+        }
+        count += g.len();
+        b = e;
+    }
+    Ok(Some(sum / count.max(1) as f64))
+}
