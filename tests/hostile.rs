@@ -431,6 +431,16 @@ fn absurd_workloads_warn_with_time_and_memory_before_running() {
         "datasets: [{path: ds}]\nreward_models: {r: {transform: {kind: none}}}\nn: [4194304]\nreplicates: 1000000\nalgorithms: {bon: {}}\n",
     )
     .unwrap();
+    // 1024 workers × 32 bytes × 2^22 = 128 GiB, warned about on any machine
+    // with less than twice that available.
+    let avail_gib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            let l = t.lines().find(|l| l.starts_with("MemAvailable:"))?.to_string();
+            l.split_whitespace().nth(1)?.parse::<f64>().ok()
+        })
+        .map(|kb| kb / 1024.0 / 1024.0);
+    let memory_warned = avail_gib.is_some_and(|g| g < 250.0);
     let mut child = Command::new(bin())
         .args(["sweep", "--no-progress", "absurd.yaml", "--out", "o"])
         .args(["--threads", "1024"])
@@ -439,15 +449,33 @@ fn absurd_workloads_warn_with_time_and_memory_before_running() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    // Read stderr on a thread; stop once the expected warnings are in (they
+    // come before any work), or after 120 s.
+    let stderr_pipe = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr_pipe).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
     let mut seen = String::new();
-    let reader = std::io::BufReader::new(child.stderr.take().unwrap());
-    for line in reader.lines() {
-        let line = line.unwrap();
-        seen.push_str(&line);
-        seen.push('\n');
-        // The warnings come before the dataset is loaded.
-        if line.starts_with("sweep: loading") || line.starts_with("error") {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let done = seen.contains("warning: this sweep evaluates")
+            && (!memory_warned || seen.contains("worker threads × n"));
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if done || left.is_zero() {
             break;
+        }
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                seen.push_str(&line);
+                seen.push('\n');
+            }
+            Err(_) => break,
         }
     }
     // Stop the 10⁶-replicate sweep this test started (its own child, by pid).
@@ -462,19 +490,7 @@ fn absurd_workloads_warn_with_time_and_memory_before_running() {
     ] {
         assert!(seen.contains(&frag), "missing {frag:?} in:\n{seen}");
     }
-    // 1024 workers × 32 bytes × 2^22 = 128 GiB, warned about on any machine
-    // with less than twice that available.
-    let avail_gib = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|t| {
-            let l = t
-                .lines()
-                .find(|l| l.starts_with("MemAvailable:"))?
-                .to_string();
-            l.split_whitespace().nth(1)?.parse::<f64>().ok()
-        })
-        .map(|kb| kb / 1024.0 / 1024.0);
-    if avail_gib.is_some_and(|g| g < 250.0) {
+    if memory_warned {
         let frag = "warning: 1024 worker threads × n = 4194304 need about 128.0 GiB of buffers";
         assert!(seen.contains(frag), "missing {frag:?} in:\n{seen}");
     }
