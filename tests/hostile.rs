@@ -436,7 +436,10 @@ fn absurd_workloads_warn_with_time_and_memory_before_running() {
     let avail_gib = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|t| {
-            let l = t.lines().find(|l| l.starts_with("MemAvailable:"))?.to_string();
+            let l = t
+                .lines()
+                .find(|l| l.starts_with("MemAvailable:"))?
+                .to_string();
             l.split_whitespace().nth(1)?.parse::<f64>().ok()
         })
         .map(|kb| kb / 1024.0 / 1024.0);
