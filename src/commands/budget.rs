@@ -92,8 +92,8 @@ pub struct BudgetArgs {
     /// Mean halting time for the table's ε_2^post.
     #[arg(long, default_value_t = 1.0)]
     pub halting_time: f64,
-    /// Clamp interval of λ̃ as LO,HI (default 0,R_max).
-    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    /// Clamp interval of λ̃ as LO,HI (default 0,R_max); LO may be negative (`--clamp -0.5,1.5`).
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     pub clamp: Option<Vec<f64>>,
     /// Use the paper's classical ε_1 (valid only when < 1) instead of the exact analytic one.
     #[arg(long)]

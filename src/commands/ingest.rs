@@ -98,6 +98,14 @@ pub struct IngestArgs {
     /// Replace the output directory if it exists.
     #[arg(long)]
     pub force: bool,
+    /// Read every input whole (any row order; memory grows with the data)
+    /// instead of streaming it in chunks.
+    #[arg(long, conflicts_with = "chunk_rows")]
+    pub in_memory: bool,
+    /// Rows of each input read at a time when streaming (whole parquet row
+    /// groups, or CSV records); smaller uses less memory.
+    #[arg(long, value_name = "ROWS", default_value_t = crate::data::ingest::source::DEFAULT_CHUNK_ROWS as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub chunk_rows: u64,
 }
 
 /// Split `NAME=VALUE`; a bare path gets its name from the file stem.
@@ -212,6 +220,11 @@ impl TryFrom<IngestArgs> for IngestOptions {
             task: a.task,
             drop_unscored: a.drop_unscored,
             force: a.force,
+            chunk_rows: if a.in_memory {
+                usize::MAX
+            } else {
+                usize::try_from(a.chunk_rows).unwrap_or(usize::MAX)
+            },
         })
     }
 }

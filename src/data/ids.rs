@@ -25,6 +25,72 @@ pub struct ResponseKeys {
     per_prompt: HashMap<String, HashMap<String, i64>>,
 }
 
+impl ResponseKeys {
+    /// Number the string ids `ids` of prompts `pids` (continuing each
+    /// prompt's numbering), pushing the numbers to `out`.
+    fn number(&mut self, pids: &StringChunked, ids: &StringChunked, out: &mut Vec<i64>) {
+        for (p, r) in pids.iter().zip(ids.iter()) {
+            let m = self
+                .per_prompt
+                .entry(p.unwrap_or_default().to_string())
+                .or_default();
+            let next = m.len() as i64;
+            out.push(*m.entry(r.unwrap_or_default().to_string()).or_insert(next));
+        }
+    }
+
+    /// Forget the prompts before `prompt` (streamed ingest: their rewards
+    /// are joined, and a sorted input never returns to them).
+    pub fn retain_from(&mut self, prompt: &str) {
+        self.per_prompt.retain(|p, _| p.as_str() >= prompt);
+    }
+}
+
+/// [`response_ids`] for the responses file (or flat table) read in chunks:
+/// string ids continue the numbering in `keys` (`None` so far: integer ids,
+/// or no chunk yet — `seen_ints` tells which), so a prompt whose rows span
+/// two chunks is numbered as if the file were read whole.
+pub fn define_response_ids(
+    col: &Column,
+    src: &SourceFile,
+    df: &DataFrame,
+    keys: &mut Option<ResponseKeys>,
+    seen_ints: &mut bool,
+) -> Result<Column> {
+    if keys.is_none() && !*seen_ints {
+        let (c, k) = response_ids(col, src, df, IdRole::Define)?;
+        *seen_ints = k.is_none();
+        *keys = k;
+        return Ok(c);
+    }
+    let text = is_text(col.dtype());
+    if text != keys.is_some() {
+        bail_input!(
+            "{}: column {:?} changes between integer and string response ids partway through the file ({}); write one kind of id throughout",
+            src.name(),
+            col.name(),
+            src.locate(df, 0)
+        );
+    }
+    match keys {
+        None => Ok(super::read::response_id_column(col, src, df)?),
+        Some(k) => {
+            let text = col.cast(&DataType::String)?;
+            let ids = text.str()?;
+            if let Some(i) = ids.iter().position(|v| v.is_none()) {
+                bail_input!(
+                    "{}: the response id is missing ({} rows in all); every row needs a response id",
+                    src.locate(df, i),
+                    ids.null_count()
+                );
+            }
+            let mut out = Vec::with_capacity(ids.len());
+            k.number(df.column(cols::PROMPT_ID)?.str()?, ids, &mut out);
+            Ok(Column::new(cols::RESPONSE_ID.into(), out))
+        }
+    }
+}
+
 /// Which file's ids are being read.
 #[derive(Clone, Copy, Debug)]
 pub enum IdRole<'a> {
@@ -83,14 +149,7 @@ pub fn response_ids(
     let keys = match role {
         IdRole::Define => {
             let mut keys = ResponseKeys::default();
-            for (p, r) in pids.iter().zip(ids.iter()) {
-                let m = keys
-                    .per_prompt
-                    .entry(p.unwrap_or_default().to_string())
-                    .or_default();
-                let next = m.len() as i64;
-                out.push(*m.entry(r.unwrap_or_default().to_string()).or_insert(next));
-            }
+            keys.number(pids, ids, &mut out);
             Some(keys)
         }
         IdRole::Lookup(None) => bail_input!(

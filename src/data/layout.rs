@@ -89,96 +89,185 @@ pub fn f32_hash(values: &[f32]) -> String {
     hex::encode(h.finalize())
 }
 
-/// Write `df` (sorted by prompt, `offsets` its prompt boundaries) as
-/// scores.parquet in blocks, plus prompts.parquet and blocks.parquet, to
-/// `paths` (in that order; staged names); returns what dataset.yaml records.
-pub fn write_layout(paths: [&Path; 3], df: &mut DataFrame, offsets: &[usize]) -> Result<Integrity> {
-    let prompts = offsets.len().saturating_sub(1);
-    let blocks: Vec<(usize, usize)> = (0..prompts.div_ceil(BLOCK_PROMPTS))
-        .map(|b| (b * BLOCK_PROMPTS, ((b + 1) * BLOCK_PROMPTS).min(prompts)))
-        .collect();
-    let scores = paths[0];
-    let f = File::create(scores).with_context(|| format!("creating {}", scores.display()))?;
-    let mut w = ParquetWriter::new(f)
-        .with_compression(ParquetCompression::Zstd(None))
-        .batched(df.schema())
-        .map_err(anyhow::Error::from)
-        .with_context(|| format!("writing {}", scores.display()))?;
-    let names: Vec<String> = df
-        .get_column_names()
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let mut block_cols: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let (mut first, mut last, mut row0, mut row1) = (vec![], vec![], vec![], vec![]);
-    for &(p0, p1) in &blocks {
-        let (r0, r1) = (offsets[p0], offsets[p1]);
-        let mut part = df.slice(r0 as i64, r1 - r0);
+/// Writes scores.parquet block by block as ranges of complete prompts
+/// arrive (memory: the prompts of one range plus less than one block), then
+/// prompts.parquet and blocks.parquet from the per-prompt index it kept.
+pub struct LayoutWriter {
+    paths: [std::path::PathBuf; 3],
+    writer: Option<polars::io::parquet::write::BatchedWriter<File>>,
+    /// Rows waiting for their block to fill, and their prompt boundaries.
+    pending: Option<DataFrame>,
+    pending_offsets: Vec<usize>,
+    /// Rows written so far.
+    written: usize,
+    prompt_ids: Vec<String>,
+    row_start: Vec<u64>,
+    rows: Vec<u64>,
+    block_cols: BTreeMap<String, Vec<String>>,
+    first: Vec<u64>,
+    last: Vec<u64>,
+    row0: Vec<u64>,
+    row1: Vec<u64>,
+}
+
+impl LayoutWriter {
+    /// Write to `paths` (scores, prompts, blocks; staged names).
+    pub fn new(paths: [&Path; 3]) -> Self {
+        Self {
+            paths: paths.map(Path::to_path_buf),
+            writer: None,
+            pending: None,
+            pending_offsets: vec![0],
+            written: 0,
+            prompt_ids: Vec::new(),
+            row_start: Vec::new(),
+            rows: Vec::new(),
+            block_cols: BTreeMap::new(),
+            first: Vec::new(),
+            last: Vec::new(),
+            row0: Vec::new(),
+            row1: Vec::new(),
+        }
+    }
+
+    /// Add `df`, complete prompts sorted by prompt (`offsets` its prompt
+    /// boundaries), following everything pushed before.
+    pub fn push(&mut self, df: DataFrame, offsets: &[usize]) -> Result<()> {
+        if df.height() == 0 {
+            return Ok(());
+        }
+        let base = *self.pending_offsets.last().unwrap_or(&0);
+        self.pending_offsets
+            .extend(offsets[1..].iter().map(|&o| o + base));
+        match &mut self.pending {
+            Some(p) => {
+                p.vstack_mut(&df)?;
+            }
+            None => self.pending = Some(df),
+        }
+        while self.pending_offsets.len() > BLOCK_PROMPTS + 1 {
+            self.write_block(BLOCK_PROMPTS)?;
+        }
+        Ok(())
+    }
+
+    /// Write the first `k` pending prompts as one block (row group).
+    fn write_block(&mut self, k: usize) -> Result<()> {
+        let Some(pending) = self.pending.take() else {
+            return Ok(());
+        };
+        let scores = &self.paths[0];
+        let rows = self.pending_offsets[k];
+        let mut part = pending.slice(0, rows);
         part.rechunk_mut();
-        w.write_batch(&part)
-            .map_err(anyhow::Error::from)
-            .with_context(|| format!("writing {}", scores.display()))?;
-        for n in &names {
-            block_cols
+        if self.writer.is_none() {
+            let f =
+                File::create(scores).with_context(|| format!("creating {}", scores.display()))?;
+            self.writer = Some(
+                ParquetWriter::new(f)
+                    .with_compression(ParquetCompression::Zstd(None))
+                    .batched(part.schema())
+                    .map_err(anyhow::Error::from)
+                    .with_context(|| format!("writing {}", scores.display()))?,
+            );
+        }
+        if let Some(w) = &mut self.writer {
+            w.write_batch(&part)
+                .map_err(anyhow::Error::from)
+                .with_context(|| format!("writing {}", scores.display()))?;
+        }
+        for n in part.get_column_names() {
+            self.block_cols
                 .entry(format!("sha256:{n}"))
                 .or_default()
-                .push(column_hash(df, n, r0, r1 - r0)?);
+                .push(column_hash(&part, n, 0, rows)?);
         }
-        first.push(p0 as u64);
-        last.push(p1 as u64);
-        row0.push(r0 as u64);
-        row1.push(r1 as u64);
+        let p0 = self.prompt_ids.len();
+        let pid = part.column(cols::PROMPT_ID)?.str()?;
+        for w in self.pending_offsets[..=k].windows(2) {
+            self.prompt_ids
+                .push(pid.get(w[0]).unwrap_or_default().to_string());
+            self.row_start.push((self.written + w[0]) as u64);
+            self.rows.push((w[1] - w[0]) as u64);
+        }
+        self.first.push(p0 as u64);
+        self.last.push((p0 + k) as u64);
+        self.row0.push(self.written as u64);
+        self.row1.push((self.written + rows) as u64);
+        self.written += rows;
+        if pending.height() > rows {
+            self.pending = Some(pending.slice(rows as i64, pending.height() - rows));
+        }
+        self.pending_offsets = self.pending_offsets[k..]
+            .iter()
+            .map(|&o| o - rows)
+            .collect();
+        Ok(())
     }
-    w.finish()
-        .map_err(anyhow::Error::from)
-        .with_context(|| format!("writing {}", scores.display()))?;
 
-    let pid = df.column(cols::PROMPT_ID)?.str()?;
-    let ids: Vec<String> = (0..prompts)
-        .map(|p| pid.get(offsets[p]).unwrap_or_default().to_string())
-        .collect();
-    let mut pdf = DataFrame::new_infer_height(vec![
-        Column::new(cols::PROMPT_ID.into(), ids),
-        Column::new(
-            "row_start".into(),
-            offsets[..prompts]
-                .iter()
-                .map(|&o| o as u64)
-                .collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "rows".into(),
-            offsets
-                .windows(2)
-                .map(|w| (w[1] - w[0]) as u64)
-                .collect::<Vec<_>>(),
-        ),
-    ])?;
-    let mut cols_b = vec![
-        Column::new("first_prompt".into(), first),
-        Column::new("end_prompt".into(), last),
-        Column::new("row_start".into(), row0),
-        Column::new("row_end".into(), row1),
-    ];
-    for (k, v) in block_cols {
-        cols_b.push(Column::new(k.into(), v));
+    /// Row ranges of the blocks written, gathered into windows of at least
+    /// `rows` rows (for a second pass over scores.parquet).
+    pub fn windows(&self, rows: usize) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        let mut start = 0usize;
+        for &end in &self.row1 {
+            let end = end as usize;
+            if end - start >= rows {
+                out.push((start, end - start));
+                start = end;
+            }
+        }
+        if start < self.written {
+            out.push((start, self.written - start));
+        }
+        out
     }
-    let mut bdf = DataFrame::new_infer_height(cols_b)?;
-    let mut files = BTreeMap::new();
-    for ((name, frame), path) in [(PROMPTS_FILE, &mut pdf), (BLOCKS_FILE, &mut bdf)]
-        .into_iter()
-        .zip([paths[1], paths[2]])
-    {
-        let f = File::create(path).with_context(|| format!("creating {}", path.display()))?;
-        ParquetWriter::new(f)
-            .finish(frame)
-            .map_err(anyhow::Error::from)
-            .with_context(|| format!("writing {}", path.display()))?;
-        files.insert(name.to_string(), sha256_file(path)?);
+
+    /// Write the last (partial) block, close scores.parquet, write
+    /// prompts.parquet and blocks.parquet; returns what dataset.yaml records.
+    pub fn finish(&mut self) -> Result<Integrity> {
+        let left = self.pending_offsets.len() - 1;
+        if left > 0 {
+            self.write_block(left)?;
+        }
+        let scores = &self.paths[0];
+        if let Some(w) = self.writer.take() {
+            w.finish()
+                .map_err(anyhow::Error::from)
+                .with_context(|| format!("writing {}", scores.display()))?;
+        }
+        let mut pdf = DataFrame::new_infer_height(vec![
+            Column::new(cols::PROMPT_ID.into(), std::mem::take(&mut self.prompt_ids)),
+            Column::new("row_start".into(), std::mem::take(&mut self.row_start)),
+            Column::new("rows".into(), std::mem::take(&mut self.rows)),
+        ])?;
+        let blocks = self.first.len();
+        let mut cols_b = vec![
+            Column::new("first_prompt".into(), std::mem::take(&mut self.first)),
+            Column::new("end_prompt".into(), std::mem::take(&mut self.last)),
+            Column::new("row_start".into(), std::mem::take(&mut self.row0)),
+            Column::new("row_end".into(), self.row1.clone()),
+        ];
+        for (k, v) in std::mem::take(&mut self.block_cols) {
+            cols_b.push(Column::new(k.into(), v));
+        }
+        let mut bdf = DataFrame::new_infer_height(cols_b)?;
+        let mut files = BTreeMap::new();
+        for ((name, frame), path) in [(PROMPTS_FILE, &mut pdf), (BLOCKS_FILE, &mut bdf)]
+            .into_iter()
+            .zip([&self.paths[1], &self.paths[2]])
+        {
+            let f = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+            ParquetWriter::new(f)
+                .finish(frame)
+                .map_err(anyhow::Error::from)
+                .with_context(|| format!("writing {}", path.display()))?;
+            files.insert(name.to_string(), sha256_file(path)?);
+        }
+        Ok(Integrity {
+            block_prompts: BLOCK_PROMPTS,
+            blocks,
+            files,
+        })
     }
-    Ok(Integrity {
-        block_prompts: BLOCK_PROMPTS,
-        blocks: blocks.len(),
-        files,
-    })
 }

@@ -128,7 +128,7 @@ fn first_char(path: &Path) -> Option<char> {
 /// A delimited file whose header line, split at `sep`, is one field holding
 /// `;`, a tab or `|` was almost certainly written with that separator: say
 /// which flag reads it, instead of reporting missing columns.
-fn check_separator(path: &Path, sep: u8) -> Result<()> {
+pub fn check_separator(path: &Path, sep: u8) -> Result<()> {
     use std::io::BufRead;
     let Ok(f) = File::open(path) else {
         return Ok(());
@@ -239,7 +239,7 @@ pub fn read_table_ids(path: &Path, separator: Option<u8>, ids: &[&str]) -> Resul
 }
 
 /// Text id columns whose values are all plain integers, as Int64.
-fn plain_integer_ids(mut df: DataFrame, ids: &[&str]) -> Result<DataFrame> {
+pub fn plain_integer_ids(mut df: DataFrame, ids: &[&str]) -> Result<DataFrame> {
     let plain = |s: &str| {
         let digits = s.strip_prefix('-').unwrap_or(s);
         !digits.is_empty()
@@ -261,7 +261,7 @@ fn plain_integer_ids(mut df: DataFrame, ids: &[&str]) -> Result<DataFrame> {
 }
 
 /// A schema overwrite typing the id columns present in the CSV header as text.
-fn csv_id_schema(path: &Path, sep: u8, ids: &[&str]) -> Option<SchemaRef> {
+pub fn csv_id_schema(path: &Path, sep: u8, ids: &[&str]) -> Option<SchemaRef> {
     use std::io::BufRead;
     if ids.is_empty() {
         return None;
@@ -281,9 +281,15 @@ fn csv_id_schema(path: &Path, sep: u8, ids: &[&str]) -> Option<SchemaRef> {
 }
 
 /// Add the 1-based source row number column.
-pub fn with_source_rows(mut df: DataFrame) -> Result<DataFrame> {
+pub fn with_source_rows(df: DataFrame) -> Result<DataFrame> {
+    with_source_rows_from(df, 1)
+}
+
+/// Add the source row number column, numbering the rows of `df` from `first`
+/// (a chunk of a file read in parts).
+pub fn with_source_rows_from(mut df: DataFrame, first: u64) -> Result<DataFrame> {
     let n = df.height() as u64;
-    let rows: Vec<u64> = (1..=n).collect();
+    let rows: Vec<u64> = (first..first + n).collect();
     df.with_column(Column::new(cols::SOURCE_ROW.into(), rows))?;
     Ok(df)
 }

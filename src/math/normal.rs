@@ -52,12 +52,12 @@ pub fn log_cdf(x: f64) -> f64 {
 }
 
 /// Φ(x)/φ(x) for x ≤ 0: the Mills ratio R(|x|) = √(π/2)·erfcx(|x|/√2).
-fn mills(z: f64) -> f64 {
+pub fn mills(z: f64) -> f64 {
     (PI / 2.0).sqrt() * erfcx(z * FRAC_1_SQRT_2)
 }
 
 /// h(z) = 1 − z·R(z) for z ≥ 0, so that G(−z) = φ(z)·h(z).
-fn h(z: f64) -> f64 {
+pub fn h(z: f64) -> f64 {
     if z < 20.0 {
         1.0 - z * mills(z)
     } else {

@@ -114,13 +114,13 @@ fn shifted_log_ratio(num: (f64, f64), (lo, hi): (f64, f64), d: f64) -> (f64, f64
     let direct = t_num - t_den;
     let big = t_num.abs().max(t_den.abs());
     let c_direct = if big == 0.0 { 0.0 } else { big / direct.abs() };
-    if c_direct * 4e-16 <= 1e-10 {
+    if c_direct <= RESCUE_CONDITION {
         return (direct, c_direct);
     }
     let w = hi - lo;
     let (alt, c_alt) = if w <= 0.0 {
         if d * (1.0 + lo.abs()) > 1e-3 {
-            return (direct, c_direct);
+            return rescue((direct, c_direct), lo, hi, d, t_den);
         }
         let mid = lo + 0.5 * d;
         let series = 1.0 + d * d * (mid * mid - 1.0) / 24.0;
@@ -135,11 +135,94 @@ fn shifted_log_ratio(num: (f64, f64), (lo, hi): (f64, f64), d: f64) -> (f64, f64
             / diff.abs();
         ((d / w * diff).ln_1p(), c)
     };
-    if c_alt < c_direct {
+    let best = if c_alt < c_direct {
         (alt, c_alt)
     } else {
         (direct, c_direct)
+    };
+    rescue(best, lo, hi, d, t_den)
+}
+
+/// The condition above which [`shifted_log_ratio`] looks for a better
+/// formulation than the direct difference.
+const RESCUE_CONDITION: f64 = 2.5e4;
+
+/// Where the formulations above are ill-conditioned (condition above
+/// 2.5e4, a tenth of what 1e-10 allows: the 4e-16·condition estimate is
+/// optimistic by up to 2× — 1.6e-10 was seen at 2.2e5), the
+/// better-conditioned of them and of the small-shift series and the
+/// lower-tail form, when those apply. Only such points: a well-conditioned
+/// point (every point of the demo and the paper's grids) keeps its exact bits.
+fn rescue(best: (f64, f64), lo: f64, hi: f64, d: f64, t_den: f64) -> (f64, f64) {
+    if best.1 <= RESCUE_CONDITION {
+        return best;
     }
+    [
+        small_shift_series(lo, hi, d, t_den),
+        lower_tail_shift(lo, hi, d),
+    ]
+    .into_iter()
+    .flatten()
+    .fold(best, |b, c| if c.1 < b.1 { c } else { b })
+}
+
+/// κ-type ratio log M(lo+d, hi+d) − log M(lo, hi) when both the width
+/// w = hi − lo and the shift d are small next to the scale of φ at the
+/// centre c = (lo + hi + d)/2: M(lo+d, hi+d) − M(lo, hi) = d·E[φ(c + U)],
+/// U the sum of independent centred uniforms of widths w and d, expanded
+/// to fourth order: E[φ(c+U)] = φ(c)·(1 + (c² − 1)·E[U²]/2 + (c⁴ − 6c² + 3)·E[U⁴]/24),
+/// E[U²] = (w² + d²)/12, E[U⁴] = w⁴/80 + w²d²/24 + d⁴/80; the sixth-order
+/// remainder is below 1e-13 relative where (w + d)(1 + |c|) ≤ 0.02. Then
+/// the ratio is ln_1p(d·E[φ(c+U)]/M(lo, hi)) (`t_den` = log M(lo, hi)),
+/// with no cancellation of the shift.
+fn small_shift_series(lo: f64, hi: f64, d: f64, t_den: f64) -> Option<(f64, f64)> {
+    let w = hi - lo;
+    let c = 0.5 * lo + 0.5 * hi + 0.5 * d;
+    let small = (w + d) * (1.0 + c.abs());
+    if small.is_nan() || small > 0.02 || !t_den.is_finite() {
+        return None;
+    }
+    let (w2, d2, c2) = (w * w, d * d, c * c);
+    let u2 = (w2 + d2) / 12.0;
+    let u4 = w2 * w2 / 80.0 + w2 * d2 / 24.0 + d2 * d2 / 80.0;
+    let series = 1.0 + (c2 - 1.0) * u2 / 2.0 + (c2 * c2 - 6.0 * c2 + 3.0) * u4 / 24.0;
+    let lp = crate::math::normal::log_pdf(c);
+    let x = d * (lp - t_den).exp() * series;
+    // φ(c)/M(lo, hi) is formed from two logarithms: their rounding (≈ 1e-16
+    // of each) is this form's error, small only near the centre of Φ (deep
+    // in the tail the lower-tail form is better conditioned).
+    Some((x.ln_1p(), 4.0 + lp.abs() + t_den.abs()))
+}
+
+/// κ-type ratio deep in Φ's lower tail (hi + d ≤ 0), where log M(·) is
+/// ≈ −hi²/2 and the plain difference cancels: with G(x) = φ(x)·h(−x)
+/// (Φ(x) = φ(x)·R(−x) when w = 0, R the Mills ratio) and
+/// log M(lo, hi) = log G(hi) + ln(1 − G(lo)/G(hi)) − ln w,
+/// log G(hi + d) − log G(hi) = −d·(hi + d/2) + ln(h(−hi−d)/h(−hi)) and
+/// log G(lo) − log G(hi) = w·(lo + hi)/2 + ln(h(−lo)/h(−hi)) are formed
+/// without the squares, so every summand is moderate.
+fn lower_tail_shift(lo: f64, hi: f64, d: f64) -> Option<(f64, f64)> {
+    use crate::math::normal::{h, mills};
+    if (hi + d).is_nan() || hi + d > 0.0 {
+        return None;
+    }
+    let w = hi - lo;
+    let quad = -d * (hi + 0.5 * d);
+    if w <= 0.0 {
+        let v = quad + (mills(-(hi + d)) / mills(-hi)).ln();
+        return Some((v, (quad.abs() + 1.0) / v.abs()));
+    }
+    let gap = |l: f64, u: f64| w * (0.5 * l + 0.5 * u) + (h(-l) / h(-u)).ln();
+    let b = |l: f64, u: f64| (-gap(l, u).exp_m1()).ln();
+    let head = quad + (h(-(hi + d)) / h(-hi)).ln();
+    let (b1, b0) = (b(lo + d, hi + d), b(lo, hi));
+    let v = head + b1 - b0;
+    // h(z) = 1 − z·R(z) loses up to z² ulp below z = 20, where it is formed
+    // from erfcx; beyond, its asymptotic series is accurate (privacy::normal).
+    let ulps = |z: f64| if z.abs() < 20.0 { z * z } else { 1.0 };
+    let h_err = 1.0 + 2.0 * ulps(hi) + 2.0 * ulps(lo);
+    let c = (quad.abs() + h_err + b1.abs() + b0.abs()) / v.abs();
+    Some((v, if c.is_finite() { c } else { f64::INFINITY }))
 }
 
 /// Phase-2 ex-post terms of PrivITP for a released λ̃ (`thm:privitp_priv`,

@@ -413,3 +413,112 @@ fn a_closed_stdout_pipe_exits_quietly() {
         assert!(stderr(&o).is_empty(), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// Issue #13 §4: absurd but legal workloads are warned about before any
+/// work starts — the expected run time for replicates × cells, the memory
+/// for threads × n, threads above the core count — and threads above the
+/// hard limit are refused (exit 2) naming it, by every command taking them.
+#[test]
+fn absurd_workloads_warn_with_time_and_memory_before_running() {
+    use std::io::BufRead;
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    setup(d);
+    std::fs::write(
+        d.join("absurd.yaml"),
+        "datasets: [{path: ds}]\nreward_models: {r: {transform: {kind: none}}}\nn: [4194304]\nreplicates: 1000000\nalgorithms: {bon: {}}\n",
+    )
+    .unwrap();
+    // 1024 workers × 32 bytes × 2^22 = 128 GiB, warned about on any machine
+    // with less than twice that available.
+    let avail_gib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            let l = t
+                .lines()
+                .find(|l| l.starts_with("MemAvailable:"))?
+                .to_string();
+            l.split_whitespace().nth(1)?.parse::<f64>().ok()
+        })
+        .map(|kb| kb / 1024.0 / 1024.0);
+    let memory_warned = avail_gib.is_some_and(|g| g < 250.0);
+    let mut child = Command::new(bin())
+        .args(["sweep", "--no-progress", "absurd.yaml", "--out", "o"])
+        .args(["--threads", "1024"])
+        .current_dir(d)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Read stderr on a thread; stop once the expected warnings are in (they
+    // come before any work), or after 120 s.
+    let stderr_pipe = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr_pipe).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = String::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let done = seen.contains("warning: this sweep evaluates")
+            && (!memory_warned || seen.contains("worker threads × n"));
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if done || left.is_zero() {
+            break;
+        }
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                seen.push_str(&line);
+                seen.push('\n');
+            }
+            Err(_) => break,
+        }
+    }
+    // Stop the 10⁶-replicate sweep this test started (its own child, by pid).
+    let _ = child.kill();
+    let _ = child.wait();
+    let cores = std::thread::available_parallelism().unwrap().get();
+    for frag in [
+        format!("warning: --threads 1024 is more than the {cores} cores of this machine"),
+        // 3 prompts × 1 reward model × n × 10⁶ replicates × 1 algorithm.
+        "warning: this sweep evaluates about 1.3e13 candidates (1000000 replicates, n up to 4194304, 1 algorithm settings, 3 prompts, 1 reward models): roughly ".into(),
+        "lower replicates or the n grid".into(),
+    ] {
+        assert!(seen.contains(&frag), "missing {frag:?} in:\n{seen}");
+    }
+    if memory_warned {
+        let frag = "warning: 1024 worker threads × n = 4194304 need about 128.0 GiB of buffers";
+        assert!(seen.contains(frag), "missing {frag:?} in:\n{seen}");
+    }
+    assert!(
+        seen.contains(" days on ") || seen.contains(" h on "),
+        "no run time in:\n{seen}"
+    );
+    assert!(!seen.contains("panicked"), "{seen}");
+
+    // Above the hard limit: exit 2 naming it, nothing written, in every command.
+    for args in [
+        vec!["sweep", "--no-progress", "good.yaml", "--out", "o2"],
+        vec!["reproduce", "--no-progress", "good.yaml", "--out", "o2"],
+        vec!["fsrc", "good.yaml", "--out", "o2"],
+    ] {
+        let o = Command::new(bin())
+            .args(&args)
+            .args(["--threads", "1025"])
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("--threads 1025: at most 1024 worker threads"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert!(!d.join("o2").exists(), "{args:?}");
+    }
+}
