@@ -363,7 +363,7 @@ fn sweep_refuses_a_gaussian_privbon_sigma_outside_the_range() {
 /// refinement at 50 digits), or refused naming the valid range.
 #[test]
 fn privitp_max_and_table_eps2_match_mpmath() {
-    let text = include_str!("data/max_vectors.csv");
+    let text = include_str!("../data/max_vectors.csv");
     let mut header = text.lines().next().unwrap().split(',');
     assert_eq!(header.next(), Some("kind"));
     let (mut checked, mut refused) = (0, 0);
@@ -465,7 +465,7 @@ fn privitp_max_and_table_eps2_match_mpmath() {
 #[test]
 fn phase2_terms_at_random_extreme_points_match_mpmath() {
     let (mut checked, mut refused) = (0, 0);
-    for line in include_str!("data/phase2_vectors.csv").lines().skip(1) {
+    for line in include_str!("../data/phase2_vectors.csv").lines().skip(1) {
         let f: Vec<&str> = line.split(',').collect();
         let p: Vec<f64> = f[1..6].iter().map(|x| x.parse().unwrap()).collect();
         let (lam, r, dr, l, want) = (p[0], p[1], p[2], p[3], p[4]);
