@@ -54,8 +54,10 @@ impl PoolPrep {
             .cfg
             .algorithms
             .iter()
-            .map(|a| match a {
-                Algorithm::PrivItp(p) => {
+            .zip(&plan.privitp)
+            .map(|(a, pp)| match a {
+                // Only the lockstep walk (a node-shifted table) reads them.
+                Algorithm::PrivItp(p) if pp.as_ref().is_some_and(|pp| pp.table.is_some()) => {
                     let c = r_max + p.sigma_z * p.l;
                     Some(
                         pool.values
