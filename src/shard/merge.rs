@@ -54,21 +54,6 @@ pub struct MergeOutcome {
     pub up_to_date: bool,
 }
 
-/// Whether `out` holds complete results (every listed file with its hash)
-/// made under `hash`.
-fn same_results(out: &Path, hash: &str) -> bool {
-    let Ok(text) = std::fs::read_to_string(out.join(MANIFEST_FILE)) else {
-        return false;
-    };
-    let Ok(m) = yaml_serde::from_str::<ResultsManifest>(&text) else {
-        return false;
-    };
-    m.config_hash == hash
-        && m.files
-            .iter()
-            .all(|(f, sha)| sha256_file(&out.join(f)).is_ok_and(|s| &s == sha))
-}
-
 /// Merge the shard directories `dirs` into `out`.
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
     let start = Instant::now();
@@ -143,7 +128,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
     }
 
     if out.exists() {
-        if same_results(out, &m0.config_hash) {
+        if crate::sweep::staging::complete_results(out, &m0.config_hash) {
             return Ok(MergeOutcome {
                 out: out.to_path_buf(),
                 shards: n,

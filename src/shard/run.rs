@@ -38,7 +38,8 @@ use crate::sweep::blocks::{
     all_pools, block_file_name, content_sha256, prepare_reward_model, read_block, run_blocks,
     write_block,
 };
-use crate::sweep::run::{config_hash, fsrc_rows, host};
+use crate::sweep::fsrc::fsrc_rows;
+use crate::sweep::run::{config_hash, host};
 
 /// Options of one shard run.
 #[derive(Clone, Debug)]

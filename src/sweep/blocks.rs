@@ -262,29 +262,44 @@ pub fn run_blocks(
         windows.push(todo[k]..todo[e - 1] + 1);
         k = e;
     }
-    let read = |w: &std::ops::Range<usize>| -> Result<(Vec<Pool>, f64)> {
+    let read = |w: &std::ops::Range<usize>| -> Result<ReadWindow> {
         let t = std::time::Instant::now();
         let pools = window_pools(ds, reader, rm, &run.applied, w.clone())?;
         Ok((pools, t.elapsed().as_secs_f64()))
     };
     let start = std::time::Instant::now();
-    let mut next: Option<Result<(Vec<Pool>, f64)>> = windows.first().map(read);
+    let mut next: Option<Result<ReadWindow>> = windows.first().map(read);
     let t_read = start.elapsed().as_secs_f64();
+    // Window i computes while window i − 1's blocks are written and window
+    // i + 1 is read.
+    let write_all = |w: &std::ops::Range<usize>, chunks: &[Vec<Chunk>]| -> Result<()> {
+        for (b, c) in w.clone().zip(chunks) {
+            write(b, c)?;
+        }
+        Ok(())
+    };
+    let mut pending: Option<(std::ops::Range<usize>, Vec<Vec<Chunk>>)> = None;
     for (i, w) in windows.iter().enumerate() {
         let (pools, _) = next.take().expect("a window read ahead")?;
-        let compute = || -> Result<()> {
-            let chunks = compute_blocks(exp, ds, rm, reader, run, w.clone(), &pools, done);
-            for (b, c) in w.clone().zip(&chunks) {
-                write(b, c)?;
+        let compute = || compute_blocks(exp, ds, rm, reader, run, w.clone(), &pools, done);
+        let io = || -> Result<Option<Result<ReadWindow>>> {
+            if let Some((pw, pc)) = &pending {
+                write_all(pw, pc)?;
             }
-            Ok(())
+            Ok(windows.get(i + 1).map(read))
         };
-        let (computed, ahead) = rayon::join(compute, || windows.get(i + 1).map(read));
-        computed?;
-        next = ahead;
+        let (chunks, ahead) = rayon::join(compute, io);
+        next = ahead?;
+        pending = Some((w.clone(), chunks));
+    }
+    if let Some((pw, pc)) = &pending {
+        write_all(pw, pc)?;
     }
     Ok((t_read, start.elapsed().as_secs_f64()))
 }
+
+/// A window's pools and the seconds its read took.
+type ReadWindow = (Vec<Pool>, f64);
 
 /// An empty chunk of block `b` at `n` (keys only).
 fn block_chunk(

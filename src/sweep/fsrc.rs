@@ -15,6 +15,15 @@
 //! on every pass. Query τ draws from its own stream (the query number stands
 //! in the key's dataset field), so a prompt revisited later gets fresh coins.
 
+use anyhow::{Context, Result};
+use rayon::prelude::*;
+
+use super::blocks::{all_pools, applied_transform, fsrc_wanted};
+use super::seed::stable_id;
+use crate::config::{Experiment, ResolvedDataset, RewardModel, SamplingSpec};
+use crate::data::open::open_reader;
+use crate::results::fsrc::FsrcRow;
+use crate::select::algorithm::Batches;
 use rand::seq::SliceRandom;
 use rand_pcg::Pcg64;
 
@@ -117,4 +126,86 @@ pub fn run_fsrc(pools: &[Pool], p: &FsrcParams, seed: u64) -> FsrcRun {
         },
         max_query_eps: max_q,
     }
+}
+
+/// The FSRC runs of one (dataset, reward model): every σ × seed, in parallel.
+pub fn fsrc_rows(
+    exp: &Experiment,
+    ds: &ResolvedDataset,
+    rm: &RewardModel,
+    pools: &[Pool],
+) -> Vec<FsrcRow> {
+    let Some(f) = &exp.config.fsrc else {
+        return Vec::new();
+    };
+    if let Some(only) = &f.reward_models
+        && !only.contains(&rm.name)
+    {
+        return Vec::new();
+    }
+    let jobs: Vec<((f64, f64), usize)> = f
+        .sigma_pairs()
+        .into_iter()
+        .flat_map(|s| (0..f.seeds).map(move |k| (s, k)))
+        .collect();
+    let sampling = match f.sampling_or(exp.config.sampling) {
+        SamplingSpec::WithReplacement => Sampling::WithReplacement,
+        SamplingSpec::WithoutReplacement => Sampling::WithoutReplacement,
+    };
+    jobs.par_iter()
+        .map(|&((sigma_x, sigma_z), k)| {
+            let sigma = sigma_x + sigma_z;
+            let params = FsrcParams {
+                eps_total: f.eps_total,
+                n: f.n,
+                sampling,
+                privitp: PrivItpParams {
+                    sigma_x,
+                    sigma_z,
+                    beta: f.beta,
+                    l: f.l,
+                    clamp: f.clamp.map(|[lo, hi]| (lo, hi)),
+                    batches: Batches::Fresh,
+                },
+                privacy: rm.privacy,
+            };
+            let seed = stable_id(&format!(
+                "fsrc/{}/{}/{}/{k}",
+                exp.config.seed, ds.name, rm.name
+            ));
+            FsrcRow {
+                dataset: ds.name.clone(),
+                reward_model: rm.name.clone(),
+                sigma,
+                beta: f.beta,
+                n: f.n,
+                eps_total: f.eps_total,
+                seed: k,
+                run: run_fsrc(pools, &params, seed),
+            }
+        })
+        .collect()
+}
+
+/// Only the FSRC section of `exp` (for `privalign fsrc`), on `threads` workers.
+pub fn fsrc_only(exp: &Experiment, threads: usize) -> Result<Vec<FsrcRow>> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .context("starting the worker threads")?;
+    pool.install(|| {
+        let mut rows = Vec::new();
+        for ds in &exp.datasets {
+            let reader = open_reader(&ds.dir)?;
+            for (ri, rm) in exp.reward_models.iter().enumerate() {
+                if !fsrc_wanted(exp, ri) {
+                    continue;
+                }
+                let applied = applied_transform(ds, rm)?;
+                let pools = all_pools(ds, &reader, rm, &applied)?;
+                rows.extend(fsrc_rows(exp, ds, rm, &pools));
+            }
+        }
+        Ok(rows)
+    })
 }

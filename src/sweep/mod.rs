@@ -12,6 +12,8 @@ pub mod blocks;
 pub mod conventions;
 pub mod engine;
 pub mod fsrc;
+pub mod progress;
+pub mod provenance;
 pub mod run;
 pub mod seed;
 pub mod staging;

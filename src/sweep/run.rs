@@ -25,22 +25,20 @@
 //! its reward model). Nothing grows with the number of replicates.
 
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
-use rayon::prelude::*;
 use std::collections::BTreeMap;
-use std::fs;
-use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use super::blocks::{
-    TransformLabel, all_pools, applied_transform, block_file_name, content_sha256, fsrc_wanted,
-    gen_seconds_mean, prepare_reward_model, read_block, run_blocks, write_block, write_cells,
+    TransformLabel, all_pools, block_file_name, content_sha256, fsrc_wanted, gen_seconds_mean,
+    prepare_reward_model, read_block, run_blocks, write_block, write_cells,
 };
-use super::engine::{Batches, PrivItpParams, Sampling};
-use super::fsrc::{FsrcParams, run_fsrc};
-use super::seed::stable_id;
-use crate::config::{Experiment, ResolvedDataset, RewardModel, SamplingSpec};
+pub use super::fsrc::fsrc_only;
+use super::fsrc::fsrc_rows;
+use super::progress::Reporter;
+pub(crate) use super::provenance::{git_commit, host};
+use super::staging::complete_results;
+use crate::config::Experiment;
 use crate::data::open::open_reader;
 use crate::fsutil::{sha256_file, write_atomic};
 use crate::results::cells::CELLS_FILE;
@@ -48,7 +46,6 @@ use crate::results::fsrc::{FSRC_FILE, FsrcRow, fsrc_frame};
 use crate::results::manifest::{DatasetRecord, MANIFEST_FILE, ResultsManifest, TransformRecord};
 use crate::results::parquet_io::write_frame;
 use crate::results::summary::{SUMMARY_FILE, summary_frame};
-use crate::select::pool::Pool;
 
 pub use super::staging::PARTIAL_DIR;
 use super::staging::Staging;
@@ -78,135 +75,6 @@ pub struct SweepOutcome {
 }
 
 pub use crate::config::hash::config_hash;
-
-pub(crate) fn git_commit() -> Option<String> {
-    let out = std::process::Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-pub(crate) fn host() -> Option<String> {
-    fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
-/// Status lines: through the bar on a terminal, plain stderr lines otherwise.
-struct Reporter {
-    bar: ProgressBar,
-    drawing: bool,
-}
-
-impl Reporter {
-    fn new(total: u64, want: bool) -> Self {
-        let drawing = want && std::io::stderr().is_terminal();
-        let bar = if drawing {
-            let b = ProgressBar::new(total);
-            if let Ok(style) = ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:30}] {human_pos}/{human_len} cells  {rate}  ETA {eta}  {msg}",
-            ) {
-                let rate = |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                    let _ = write!(w, "{:.0} cells/s", s.per_sec());
-                };
-                b.set_style(style.with_key("rate", rate).progress_chars("=> "));
-            }
-            b
-        } else {
-            ProgressBar::hidden()
-        };
-        Self { bar, drawing }
-    }
-
-    /// A status line; on a terminal the bar shows only its part before the
-    /// first colon (e.g. "dataset `demo`, reward model `oasst`") so it fits
-    /// on one line.
-    fn stage(&self, msg: String) {
-        if self.drawing {
-            let short = msg.split(':').next().unwrap_or(&msg).to_string();
-            self.bar.set_message(short);
-        } else {
-            eprintln!("sweep: {msg}");
-        }
-    }
-}
-
-/// The FSRC runs of one (dataset, reward model): every σ × seed, in parallel.
-pub fn fsrc_rows(
-    exp: &Experiment,
-    ds: &ResolvedDataset,
-    rm: &RewardModel,
-    pools: &[Pool],
-) -> Vec<FsrcRow> {
-    let Some(f) = &exp.config.fsrc else {
-        return Vec::new();
-    };
-    if let Some(only) = &f.reward_models
-        && !only.contains(&rm.name)
-    {
-        return Vec::new();
-    }
-    let jobs: Vec<((f64, f64), usize)> = f
-        .sigma_pairs()
-        .into_iter()
-        .flat_map(|s| (0..f.seeds).map(move |k| (s, k)))
-        .collect();
-    let sampling = match f.sampling_or(exp.config.sampling) {
-        SamplingSpec::WithReplacement => Sampling::WithReplacement,
-        SamplingSpec::WithoutReplacement => Sampling::WithoutReplacement,
-    };
-    jobs.par_iter()
-        .map(|&((sigma_x, sigma_z), k)| {
-            let sigma = sigma_x + sigma_z;
-            let params = FsrcParams {
-                eps_total: f.eps_total,
-                n: f.n,
-                sampling,
-                privitp: PrivItpParams {
-                    sigma_x,
-                    sigma_z,
-                    beta: f.beta,
-                    l: f.l,
-                    clamp: f.clamp.map(|[lo, hi]| (lo, hi)),
-                    batches: Batches::Fresh,
-                },
-                privacy: rm.privacy,
-            };
-            let seed = stable_id(&format!(
-                "fsrc/{}/{}/{}/{k}",
-                exp.config.seed, ds.name, rm.name
-            ));
-            FsrcRow {
-                dataset: ds.name.clone(),
-                reward_model: rm.name.clone(),
-                sigma,
-                beta: f.beta,
-                n: f.n,
-                eps_total: f.eps_total,
-                seed: k,
-                run: run_fsrc(pools, &params, seed),
-            }
-        })
-        .collect()
-}
-
-/// Whether `out` holds complete results (manifest present, every file it
-/// lists present with its hash) made under `hash`.
-fn complete_results(out: &Path, hash: &str) -> bool {
-    let Ok(text) = fs::read_to_string(out.join(MANIFEST_FILE)) else {
-        return false;
-    };
-    let Ok(m) = yaml_serde::from_str::<ResultsManifest>(&text) else {
-        return false;
-    };
-    m.config_hash == hash
-        && m.files
-            .iter()
-            .all(|(f, sha)| sha256_file(&out.join(f)).is_ok_and(|s| &s == sha))
-}
 
 /// Run the sweep of `exp` and write its results to `opts.out`.
 pub fn sweep(exp: &Experiment, opts: &SweepOptions) -> Result<SweepOutcome> {
@@ -452,27 +320,4 @@ fn sweep_in_pool(
         up_to_date: false,
     };
     Ok((done, staging))
-}
-
-/// Only the FSRC section of `exp` (for `privalign fsrc`), on `threads` workers.
-pub fn fsrc_only(exp: &Experiment, threads: usize) -> Result<Vec<FsrcRow>> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .context("starting the worker threads")?;
-    pool.install(|| {
-        let mut rows = Vec::new();
-        for ds in &exp.datasets {
-            let reader = open_reader(&ds.dir)?;
-            for (ri, rm) in exp.reward_models.iter().enumerate() {
-                if !fsrc_wanted(exp, ri) {
-                    continue;
-                }
-                let applied = applied_transform(ds, rm)?;
-                let pools = all_pools(ds, &reader, rm, &applied)?;
-                rows.extend(fsrc_rows(exp, ds, rm, &pools));
-            }
-        }
-        Ok(rows)
-    })
 }

@@ -350,6 +350,21 @@ fn collect_files(dir: &Path, prefix: &str, out: &mut Vec<String>) -> Result<()> 
     Ok(())
 }
 
+/// Whether `out` holds complete results (manifest present, every file it
+/// lists present with its hash) made under `hash`.
+pub fn complete_results(out: &Path, hash: &str) -> bool {
+    let Ok(text) = fs::read_to_string(out.join(MANIFEST_FILE)) else {
+        return false;
+    };
+    let Ok(m) = yaml_serde::from_str::<ResultsManifest>(&text) else {
+        return false;
+    };
+    m.config_hash == hash
+        && m.files
+            .iter()
+            .all(|(f, sha)| crate::fsutil::sha256_file(&out.join(f)).is_ok_and(|s| &s == sha))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
