@@ -270,30 +270,18 @@ pub fn run_blocks(
     let start = std::time::Instant::now();
     let mut next: Option<Result<ReadWindow>> = windows.first().map(read);
     let t_read = start.elapsed().as_secs_f64();
-    // Window i computes while window i − 1's blocks are written and window
-    // i + 1 is read.
-    let write_all = |w: &std::ops::Range<usize>, chunks: &[Vec<Chunk>]| -> Result<()> {
-        for (b, c) in w.clone().zip(chunks) {
-            write(b, c)?;
-        }
-        Ok(())
-    };
-    let mut pending: Option<(std::ops::Range<usize>, Vec<Vec<Chunk>>)> = None;
     for (i, w) in windows.iter().enumerate() {
         let (pools, _) = next.take().expect("a window read ahead")?;
-        let compute = || compute_blocks(exp, ds, rm, reader, run, w.clone(), &pools, done);
-        let io = || -> Result<Option<Result<ReadWindow>>> {
-            if let Some((pw, pc)) = &pending {
-                write_all(pw, pc)?;
+        let compute = || -> Result<()> {
+            let chunks = compute_blocks(exp, ds, rm, reader, run, w.clone(), &pools, done);
+            for (b, c) in w.clone().zip(&chunks) {
+                write(b, c)?;
             }
-            Ok(windows.get(i + 1).map(read))
+            Ok(())
         };
-        let (chunks, ahead) = rayon::join(compute, io);
-        next = ahead?;
-        pending = Some((w.clone(), chunks));
-    }
-    if let Some((pw, pc)) = &pending {
-        write_all(pw, pc)?;
+        let (computed, ahead) = rayon::join(compute, || windows.get(i + 1).map(read));
+        computed?;
+        next = ahead;
     }
     Ok((t_read, start.elapsed().as_secs_f64()))
 }
