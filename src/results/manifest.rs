@@ -48,6 +48,24 @@ pub struct ResultsManifest {
     pub reports: Option<BTreeMap<String, String>>,
 }
 
+impl DatasetRecord {
+    /// The record of dataset `d` with its content hash and mean generation time.
+    pub fn of(
+        d: &crate::config::ResolvedDataset,
+        content_sha256: &str,
+        gen_seconds_mean: Option<f64>,
+    ) -> Self {
+        Self {
+            name: d.name.clone(),
+            path: d.dir.display().to_string(),
+            content_sha256: content_sha256.to_string(),
+            prompts: d.manifest.counts.prompts,
+            responses: d.manifest.counts.responses,
+            gen_seconds_mean,
+        }
+    }
+}
+
 impl ResultsManifest {
     /// Every file the manifest vouches for: result files, then reports.
     pub fn listed_files(&self) -> impl Iterator<Item = (&String, &String)> {

@@ -31,17 +31,7 @@ pub fn write_frames(
     schema: &Schema,
     frames: impl Iterator<Item = Result<DataFrame>>,
 ) -> Result<()> {
-    with_atomic_file(path, |f| {
-        let mut w = ParquetWriter::new(f)
-            .with_compression(ParquetCompression::Zstd(None))
-            .batched(schema)?;
-        for df in frames {
-            w.write_batch(&df?)?;
-        }
-        w.finish()?;
-        Ok(())
-    })
-    .with_context(|| format!("writing {}", path.display()))
+    write_frames_as(path, schema, frames, ParquetCompression::Zstd(None), true)
 }
 
 /// [`write_frames`] for privalign's own intermediate files (the sweep's
@@ -53,11 +43,28 @@ pub fn write_frames_scratch(
     schema: &Schema,
     frames: impl Iterator<Item = Result<DataFrame>>,
 ) -> Result<()> {
+    write_frames_as(
+        path,
+        schema,
+        frames,
+        ParquetCompression::Uncompressed,
+        false,
+    )
+}
+
+fn write_frames_as(
+    path: &Path,
+    schema: &Schema,
+    frames: impl Iterator<Item = Result<DataFrame>>,
+    compression: ParquetCompression,
+    statistics: bool,
+) -> Result<()> {
     with_atomic_file(path, |f| {
-        let mut w = ParquetWriter::new(f)
-            .with_compression(ParquetCompression::Uncompressed)
-            .with_statistics(StatisticsOptions::empty())
-            .batched(schema)?;
+        let mut w = ParquetWriter::new(f).with_compression(compression);
+        if !statistics {
+            w = w.with_statistics(StatisticsOptions::empty());
+        }
+        let mut w = w.batched(schema)?;
         for df in frames {
             w.write_batch(&df?)?;
         }

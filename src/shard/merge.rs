@@ -209,14 +209,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
             .iter()
             .zip(&m0.datasets)
             .zip(&gen_mean)
-            .map(|((d, h), g)| DatasetRecord {
-                name: d.name.clone(),
-                path: d.dir.display().to_string(),
-                content_sha256: h.content_sha256.clone(),
-                prompts: d.manifest.counts.prompts,
-                responses: d.manifest.counts.responses,
-                gen_seconds_mean: *g,
-            })
+            .map(|((d, h), g)| DatasetRecord::of(d, &h.content_sha256, *g))
             .collect(),
         transforms,
         seed: exp.config.seed,

@@ -28,14 +28,12 @@ use super::spec::ShardSpec;
 use super::units::{Unit, UnitKind, units};
 use crate::bail_input;
 use crate::config::Experiment;
-use crate::data::open::open_reader;
 use crate::fsutil::lock::ResultsLock;
 use crate::fsutil::write_atomic;
 use crate::results::fsrc::fsrc_frame;
-use crate::results::manifest::TransformRecord;
 use crate::results::parquet_io::write_frame;
 use crate::sweep::blocks::{
-    all_pools, block_file_name, content_sha256, prepare_reward_model, read_block, run_blocks,
+    all_pools, block_file_name, open_datasets, prepare_reward_model, read_block, run_blocks,
     write_block,
 };
 use crate::sweep::fsrc::fsrc_rows;
@@ -117,15 +115,7 @@ fn prepare_dir(o: &ShardOptions, hash: &str) -> Result<Option<ShardManifest>> {
 fn run_in_pool(exp: &Experiment, o: &ShardOptions, threads: usize) -> Result<ShardOutcome> {
     let start = Instant::now();
     // Opening reads only each dataset's index (prompts.parquet, blocks.parquet).
-    let readers = exp
-        .datasets
-        .iter()
-        .map(|d| open_reader(&d.dir))
-        .collect::<Result<Vec<_>>>()?;
-    let mut ds_hashes = Vec::new();
-    for (d, r) in exp.datasets.iter().zip(&readers) {
-        ds_hashes.push((d.name.clone(), content_sha256(exp, d, r)?));
-    }
+    let (readers, ds_hashes) = open_datasets(exp)?;
     let hash = config_hash(&exp.config, &ds_hashes)?;
     let all = units(exp);
     let mine: Vec<Unit> = all[shard_range(all.len(), o.spec.index, o.spec.count)].to_vec();
@@ -215,17 +205,7 @@ fn run_in_pool(exp: &Experiment, o: &ShardOptions, threads: usize) -> Result<Sha
             .transforms
             .entry(ds.name.clone())
             .or_default()
-            .insert(
-                rm.name.clone(),
-                TransformRecord {
-                    kind: applied.kind.name().to_string(),
-                    lo: applied.lo,
-                    hi: applied.hi,
-                    r_max: applied.r_max,
-                    delta_r: rm.privacy.delta_r,
-                    data_dependent: applied.data_dependent,
-                },
-            );
+            .insert(rm.name.clone(), run.transform_record(rm));
         let mut todo = Vec::new();
         for unit in &mine[i..j] {
             let file = o.out.join(unit.file_name());

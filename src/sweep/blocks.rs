@@ -85,10 +85,46 @@ pub fn content_sha256(
     reader.content_hash(&refs)
 }
 
+/// `(dataset name, content SHA-256)` per dataset, as the config hashes take them.
+pub type DatasetHashes = Vec<(String, String)>;
+
+/// Open every dataset of `exp` (its index only: prompts.parquet and
+/// blocks.parquet, verified) and compute each one's content hash, as the
+/// config hashes take them: `(name, content SHA-256)`.
+pub fn open_datasets(exp: &Experiment) -> Result<(Vec<DatasetReader>, DatasetHashes)> {
+    let readers = exp
+        .datasets
+        .iter()
+        .map(|d| crate::data::open::open_reader(&d.dir))
+        .collect::<Result<Vec<_>>>()?;
+    let hashes = exp
+        .datasets
+        .iter()
+        .zip(&readers)
+        .map(|(d, r)| Ok((d.name.clone(), content_sha256(exp, d, r)?)))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((readers, hashes))
+}
+
 /// What one (dataset, reward model) run fixes before touching a block.
 pub struct RewardModelRun {
     pub applied: AppliedTransform,
     pub plan: Plan,
+}
+
+impl RewardModelRun {
+    /// The transform as results and shard manifests record it.
+    pub fn transform_record(&self, rm: &RewardModel) -> crate::results::manifest::TransformRecord {
+        let a = &self.applied;
+        crate::results::manifest::TransformRecord {
+            kind: a.kind.name().to_string(),
+            lo: a.lo,
+            hi: a.hi,
+            r_max: a.r_max,
+            delta_r: rm.privacy.delta_r,
+            data_dependent: a.data_dependent,
+        }
+    }
 }
 
 fn what(ds: &ResolvedDataset, rm: &RewardModel) -> String {

@@ -30,7 +30,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use super::blocks::{
-    TransformLabel, all_pools, block_file_name, content_sha256, fsrc_wanted, gen_seconds_mean,
+    TransformLabel, all_pools, block_file_name, fsrc_wanted, gen_seconds_mean, open_datasets,
     prepare_reward_model, read_block, run_blocks, write_block, write_cells,
 };
 pub use super::fsrc::fsrc_only;
@@ -39,7 +39,6 @@ use super::progress::Reporter;
 pub(crate) use super::provenance::{git_commit, host};
 use super::staging::complete_results;
 use crate::config::Experiment;
-use crate::data::open::open_reader;
 use crate::fsutil::{sha256_file, write_atomic};
 use crate::results::cells::CELLS_FILE;
 use crate::results::fsrc::{FSRC_FILE, FsrcRow, fsrc_frame};
@@ -119,15 +118,7 @@ fn sweep_in_pool(
     let mut stages: BTreeMap<String, f64> = BTreeMap::new();
     let out = &opts.out;
     let hashing = Instant::now();
-    let readers = exp
-        .datasets
-        .iter()
-        .map(|d| open_reader(&d.dir))
-        .collect::<Result<Vec<_>>>()?;
-    let mut ds_hashes = Vec::new();
-    for (d, r) in exp.datasets.iter().zip(&readers) {
-        ds_hashes.push((d.name.clone(), content_sha256(exp, d, r)?));
-    }
+    let (readers, ds_hashes) = open_datasets(exp)?;
     let hash = config_hash(&exp.config, &ds_hashes)?;
     let chunks_hash = crate::config::hash::cells_hash(&exp.config, &ds_hashes)?;
     stages.insert("hash_inputs".into(), hashing.elapsed().as_secs_f64());
@@ -176,17 +167,10 @@ fn sweep_in_pool(
                 let run = prepare_reward_model(exp, ds, reader, rm)?;
                 t_load += t.elapsed().as_secs_f64();
                 let applied = &run.applied;
-                transforms.entry(ds.name.clone()).or_default().insert(
-                    rm.name.clone(),
-                    TransformRecord {
-                        kind: applied.kind.name().to_string(),
-                        lo: applied.lo,
-                        hi: applied.hi,
-                        r_max: applied.r_max,
-                        delta_r: rm.privacy.delta_r,
-                        data_dependent: applied.data_dependent,
-                    },
-                );
+                transforms
+                    .entry(ds.name.clone())
+                    .or_default()
+                    .insert(rm.name.clone(), run.transform_record(rm));
                 rep.stage(format!(
                     "dataset `{}`, reward model `{}`: {} n × {} prompts × {} algorithm settings",
                     ds.name,
@@ -286,14 +270,7 @@ fn sweep_in_pool(
             .iter()
             .zip(&ds_hashes)
             .zip(&gen_seconds)
-            .map(|((d, (_, sha)), g)| DatasetRecord {
-                name: d.name.clone(),
-                path: d.dir.display().to_string(),
-                content_sha256: sha.clone(),
-                prompts: d.manifest.counts.prompts,
-                responses: d.manifest.counts.responses,
-                gen_seconds_mean: *g,
-            })
+            .map(|((d, (_, sha)), g)| DatasetRecord::of(d, sha, *g))
             .collect(),
         transforms,
         seed: exp.config.seed,

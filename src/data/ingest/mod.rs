@@ -365,3 +365,16 @@ pub fn ingest(opts: &IngestOptions) -> Result<IngestReport> {
         manifest,
     })
 }
+
+/// The rows' ids and source row numbers: what error messages name a row by.
+fn located(
+    pid: &polars::prelude::Column,
+    rid: &polars::prelude::Column,
+    raw: &polars::prelude::DataFrame,
+) -> anyhow::Result<polars::prelude::DataFrame> {
+    Ok(polars::prelude::DataFrame::new_infer_height(vec![
+        pid.clone(),
+        rid.clone(),
+        raw.column(super::cols::SOURCE_ROW)?.clone(),
+    ])?)
+}

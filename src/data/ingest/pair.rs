@@ -32,11 +32,7 @@ pub fn responses_canon(src: SourceFile) -> Canon {
             &mut ids.keys,
             &mut ids.seen_ints,
         )?;
-        let located = DataFrame::new_infer_height(vec![
-            pid.clone(),
-            rid.clone(),
-            raw.column(cols::SOURCE_ROW)?.clone(),
-        ])?;
+        let located = super::located(&pid, &rid, &raw)?;
         let mut columns = vec![pid, rid];
         columns.push(read::correct_column(
             read::require_column(&raw, &src, cols::CORRECT, FIX_COLS)?,
@@ -102,11 +98,7 @@ pub fn reward_rows(
         &with_pid,
         IdRole::Lookup(keys),
     )?;
-    let located = DataFrame::new_infer_height(vec![
-        pid.clone(),
-        rid.clone(),
-        raw.column(cols::SOURCE_ROW)?.clone(),
-    ])?;
+    let located = super::located(&pid, &rid, &raw)?;
     let reward = read::reward_column(raw.column(cols::REWARD)?, src, &located, name)?;
     let right = DataFrame::new_infer_height(vec![
         pid,

@@ -80,11 +80,7 @@ pub fn table_canon(src: SourceFile, c: TableColumns) -> Result<Canon> {
                 Column::new(cols::RESPONSE_ID.into(), numbers)
             }
         };
-        let located = DataFrame::new_infer_height(vec![
-            pid.clone(),
-            rid.clone(),
-            raw.column(cols::SOURCE_ROW)?.clone(),
-        ])?;
+        let located = super::located(&pid, &rid, &raw)?;
         let mut columns = vec![pid, rid];
         columns.push(read::correct_column(
             read::require_column(&raw, &src, &c.correct, "pass the right --correct-col")?,
