@@ -23,7 +23,7 @@
 //! must equal the one the shards computed from; the one column it reads is
 //! `gen_seconds` (for the mean generation time, summed as the sweep sums it).
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -40,7 +40,7 @@ use crate::results::fsrc::{FSRC_FILE, fsrc_frame, read_fsrc};
 use crate::results::manifest::{DatasetRecord, MANIFEST_FILE, ResultsManifest, TransformRecord};
 use crate::results::parquet_io::write_frame;
 use crate::results::summary::{SUMMARY_FILE, summary_frame};
-use crate::sweep::blocks::{TransformLabel, content_sha256, gen_seconds_mean, write_cells};
+use crate::sweep::blocks::{content_sha256, gen_seconds_mean, write_cells};
 use crate::sweep::run::{git_commit, host};
 
 /// What a merge did.
@@ -152,24 +152,14 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
             UnitKind::Fsrc => None,
         })
         .collect();
-    let labels = |d: usize, r: usize| -> Result<TransformLabel> {
-        let t = transforms
-            .get(&exp.datasets[d].name)
-            .and_then(|m| m.get(&exp.reward_models[r].name))
-            .with_context(|| {
-                format!(
-                    "no shard recorded the transform of ({}, {})",
-                    exp.datasets[d].name, exp.reward_models[r].name
-                )
-            })?;
-        Ok(TransformLabel {
-            kind: t.kind.clone(),
-            data_dependent: t.data_dependent,
-        })
-    };
     let block_path = |d: usize, r: usize, b: usize| unit_path[&(d, r, b)].clone();
-    let (summary, cells) =
-        write_cells(&exp, &readers, &labels, &block_path, &dir.join(CELLS_FILE))?;
+    let (summary, cells) = write_cells(
+        &exp,
+        &readers,
+        &transforms,
+        &block_path,
+        &dir.join(CELLS_FILE),
+    )?;
     let mut gen_mean = Vec::new();
     for (d, r) in exp.datasets.iter().zip(&readers) {
         gen_mean.push(gen_seconds_mean(d, r)?);

@@ -33,7 +33,7 @@ use crate::fsutil::write_atomic;
 use crate::results::fsrc::fsrc_frame;
 use crate::results::parquet_io::write_frame;
 use crate::sweep::blocks::{
-    all_pools, block_file_name, open_datasets, prepare_reward_model, read_block, run_blocks,
+    all_pools, block_file_name, blocks_to_compute, open_datasets, prepare_reward_model, run_blocks,
     write_block,
 };
 use crate::sweep::fsrc::fsrc_rows;
@@ -206,23 +206,21 @@ fn run_in_pool(exp: &Experiment, o: &ShardOptions, threads: usize) -> Result<Sha
             .entry(ds.name.clone())
             .or_default()
             .insert(rm.name.clone(), run.transform_record(rm));
-        let mut todo = Vec::new();
-        for unit in &mine[i..j] {
-            let file = o.out.join(unit.file_name());
-            match unit.kind {
-                UnitKind::Cells { block } => {
-                    let reusable = o.resume
-                        && file.exists()
-                        && read_block(&file, exp, ds, rm, reader, block).is_ok();
-                    if reusable {
-                        manifest.resumed_units += 1;
-                    } else {
-                        todo.push(block);
-                    }
-                }
-                UnitKind::Fsrc => {}
-            }
-        }
+        let cells = mine[i..j].iter().filter_map(|u| match u.kind {
+            UnitKind::Cells { block } => Some(block),
+            UnitKind::Fsrc => None,
+        });
+        let todo = blocks_to_compute(
+            exp,
+            ds,
+            rm,
+            reader,
+            cells,
+            &|b| o.out.join(block_file_name(di, ri, b)),
+            o.resume,
+            &mut |_| manifest.resumed_units += 1,
+            &mut |_, _| {},
+        );
         let out = &o.out;
         let write = |b: usize, c: &[crate::results::cells::Chunk]| {
             write_block(&out.join(block_file_name(di, ri, b)), c)

@@ -29,7 +29,6 @@ use anyhow::{Context, Result};
 use polars::prelude::DataFrame;
 use rayon::prelude::*;
 use std::path::Path;
-use std::rc::Rc;
 
 use super::engine::{Metrics, Plan, run_prompt};
 use super::seed::StreamKey;
@@ -39,6 +38,7 @@ use crate::data::cols;
 use crate::data::reader::{DatasetReader, Window};
 use crate::error::input_error;
 use crate::results::cells::Chunk;
+use crate::results::manifest::TransformRecord;
 use crate::results::parquet_io::{f64_column, read_frame, write_frames, write_frames_scratch};
 use crate::results::summary::{SummaryRow, summarise};
 use crate::select::pool::{Pool, Values};
@@ -114,9 +114,9 @@ pub struct RewardModelRun {
 
 impl RewardModelRun {
     /// The transform as results and shard manifests record it.
-    pub fn transform_record(&self, rm: &RewardModel) -> crate::results::manifest::TransformRecord {
+    pub fn transform_record(&self, rm: &RewardModel) -> TransformRecord {
         let a = &self.applied;
-        crate::results::manifest::TransformRecord {
+        TransformRecord {
             kind: a.kind.name().to_string(),
             lo: a.lo,
             hi: a.hi,
@@ -228,16 +228,7 @@ fn pools_of(
         let q = w.offsets.partition_point(|&o| o <= i) - 1;
         reader.prompt_ids[w.prompts.start + q].clone()
     };
-    if let Some(i) = raw.iter().position(|r| !r.is_finite()) {
-        return Err(input_error(format!(
-            "{}: response {} (prompt {}) has score {}; scores must be finite numbers — fix the raw file and re-run `privalign ingest`",
-            what(ds, rm),
-            row0 + i,
-            prompt_of(i),
-            raw[i]
-        )));
-    }
-    let proxy = applied.map(raw, &what(ds, rm), prompt_of)?;
+    let proxy = applied.map(raw, row0, &what(ds, rm), prompt_of)?;
     let correct = w.column(cols::CORRECT);
     Ok((0..w.prompts.len())
         .into_par_iter()
@@ -266,6 +257,43 @@ pub fn all_pools(
 pub fn window_blocks(threads: usize, reader: &DatasetReader) -> usize {
     let per_block = reader.blocks.first().map_or(1, |b| b.prompts.len().max(1));
     (threads * PROMPTS_PER_THREAD).div_ceil(per_block).max(1)
+}
+
+/// Which of `blocks` must be computed. Under `resume`, a block whose file
+/// (`path_of(b)`) reads back as this config's block is kept — `kept(b)` is
+/// told — and one whose file exists but does not read back is recomputed,
+/// `unreadable(path, why)` told why. Shared by the sweep and a shard.
+#[allow(clippy::too_many_arguments)]
+pub fn blocks_to_compute(
+    exp: &Experiment,
+    ds: &ResolvedDataset,
+    rm: &RewardModel,
+    reader: &DatasetReader,
+    blocks: impl Iterator<Item = usize>,
+    path_of: &dyn Fn(usize) -> std::path::PathBuf,
+    resume: bool,
+    kept: &mut dyn FnMut(usize),
+    unreadable: &mut dyn FnMut(&Path, &anyhow::Error),
+) -> Vec<usize> {
+    let mut todo = Vec::new();
+    for b in blocks {
+        let file = path_of(b);
+        let keep = resume
+            && file.exists()
+            && match read_block(&file, exp, ds, rm, reader, b) {
+                Ok(_) => true,
+                Err(e) => {
+                    unreadable(&file, &e);
+                    false
+                }
+            };
+        if keep {
+            kept(b);
+        } else {
+            todo.push(b);
+        }
+    }
+    todo
 }
 
 /// Compute the blocks `todo` (ascending) of (`ds`, `rm`) and hand each
@@ -298,16 +326,12 @@ pub fn run_blocks(
         windows.push(todo[k]..todo[e - 1] + 1);
         k = e;
     }
-    let read = |w: &std::ops::Range<usize>| -> Result<ReadWindow> {
-        let t = std::time::Instant::now();
-        let pools = window_pools(ds, reader, rm, &run.applied, w.clone())?;
-        Ok((pools, t.elapsed().as_secs_f64()))
-    };
+    let read = |w: &std::ops::Range<usize>| window_pools(ds, reader, rm, &run.applied, w.clone());
     let start = std::time::Instant::now();
-    let mut next: Option<Result<ReadWindow>> = windows.first().map(read);
+    let mut next: Option<Result<Vec<Pool>>> = windows.first().map(read);
     let t_read = start.elapsed().as_secs_f64();
     for (i, w) in windows.iter().enumerate() {
-        let (pools, _) = next.take().expect("a window read ahead")?;
+        let pools = next.take().expect("a window read ahead")?;
         let compute = || -> Result<()> {
             let chunks = compute_blocks(exp, ds, rm, reader, run, w.clone(), &pools, done);
             for (b, c) in w.clone().zip(&chunks) {
@@ -321,9 +345,6 @@ pub fn run_blocks(
     }
     Ok((t_read, start.elapsed().as_secs_f64()))
 }
-
-/// A window's pools and the seconds its read took.
-type ReadWindow = (Vec<Pool>, f64);
 
 /// An empty chunk of block `b` at `n` (keys only).
 fn block_chunk(
@@ -443,21 +464,22 @@ pub fn read_block(
         .collect()
 }
 
-/// How the summary labels a reward model's transform.
-pub struct TransformLabel {
-    pub kind: String,
-    pub data_dependent: bool,
-}
+/// Per dataset, per reward model: the transform as applied (what results
+/// and shard manifests record).
+pub type Transforms =
+    std::collections::BTreeMap<String, std::collections::BTreeMap<String, TransformRecord>>;
 
 /// Write `cells.parquet` at `out` from the block files of every (dataset,
 /// reward model), found by `block_path(d, r, b)`, in the sweep's fixed order,
 /// and return the summary rows computed from the same chunks in the same
-/// order, with the cell count. Holds one (dataset, reward model)'s chunks at
-/// a time. Shared by `sweep` and `merge`, so both write the same bytes.
+/// order, with the cell count; the summary labels each reward model with
+/// its recorded transform (`transforms`). Holds one (dataset, reward
+/// model)'s chunks at a time. Shared by `sweep` and `merge`, so both write
+/// the same bytes.
 pub fn write_cells(
     exp: &Experiment,
     readers: &[DatasetReader],
-    labels: &dyn Fn(usize, usize) -> Result<TransformLabel>,
+    transforms: &Transforms,
     block_path: &dyn Fn(usize, usize, usize) -> std::path::PathBuf,
     out: &Path,
 ) -> Result<(Vec<SummaryRow>, usize)> {
@@ -466,31 +488,34 @@ pub fn write_cells(
     let mut groups =
         (0..exp.datasets.len()).flat_map(|d| (0..exp.reward_models.len()).map(move |r| (d, r)));
     // One (dataset, reward model) assembled at a time, its chunks yielded in n order.
-    let mut pending: std::collections::VecDeque<(usize, Chunk, Rc<TransformLabel>)> =
+    let mut pending: std::collections::VecDeque<(usize, Chunk, &TransformRecord)> =
         Default::default();
-    let mut next_chunk = move || -> Option<Result<(usize, Chunk, Rc<TransformLabel>)>> {
+    let mut next_chunk = move || -> Option<Result<(usize, Chunk, &TransformRecord)>> {
         loop {
             if let Some(x) = pending.pop_front() {
                 return Some(Ok(x));
             }
             let (d, r) = groups.next()?;
-            match assemble_group(exp, readers, labels, block_path, d, r) {
-                Ok((chunks, label)) => {
-                    let l = Rc::new(label);
-                    pending.extend(chunks.into_iter().map(|c| (r, c, l.clone())));
-                }
+            let (ds, rm) = (&exp.datasets[d].name, &exp.reward_models[r].name);
+            let Some(t) = transforms.get(ds).and_then(|m| m.get(rm)) else {
+                return Some(Err(anyhow::anyhow!(
+                    "no transform recorded for ({ds}, {rm})"
+                )));
+            };
+            match assemble_group(exp, readers, block_path, d, r) {
+                Ok(chunks) => pending.extend(chunks.into_iter().map(|c| (r, c, t))),
                 Err(e) => return Some(Err(e)),
             }
         }
     };
     let first = next_chunk().context("the config has no cells to write")??;
     let schema = first.1.to_frame()?.schema().as_ref().clone();
-    let mut handle = |(r, c, l): (usize, Chunk, Rc<TransformLabel>)| -> Result<DataFrame> {
+    let mut handle = |(r, c, t): (usize, Chunk, &TransformRecord)| -> Result<DataFrame> {
         summary.extend(summarise(
             &c,
             &exp.reward_models[r].privacy,
-            &l.kind,
-            l.data_dependent,
+            &t.kind,
+            t.data_dependent,
         ));
         cells += c.rows();
         c.to_frame()
@@ -510,13 +535,11 @@ pub fn write_cells(
 fn assemble_group(
     exp: &Experiment,
     readers: &[DatasetReader],
-    labels: &dyn Fn(usize, usize) -> Result<TransformLabel>,
     block_path: &dyn Fn(usize, usize, usize) -> std::path::PathBuf,
     d: usize,
     r: usize,
-) -> Result<(Vec<Chunk>, TransformLabel)> {
+) -> Result<Vec<Chunk>> {
     let (ds, rm, reader) = (&exp.datasets[d], &exp.reward_models[r], &readers[d]);
-    let label = labels(d, r)?;
     let mut out: Vec<Chunk> = exp
         .n_values
         .iter()
@@ -544,7 +567,7 @@ fn assemble_group(
             o.metrics.extend(c.metrics);
         }
     }
-    Ok((out, label))
+    Ok(out)
 }
 
 /// Mean generation time per response over the whole dataset (the sum in row

@@ -30,8 +30,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use super::blocks::{
-    TransformLabel, all_pools, block_file_name, fsrc_wanted, gen_seconds_mean, open_datasets,
-    prepare_reward_model, read_block, run_blocks, write_block, write_cells,
+    all_pools, block_file_name, blocks_to_compute, fsrc_wanted, gen_seconds_mean, open_datasets,
+    prepare_reward_model, run_blocks, write_block, write_cells,
 };
 pub use super::fsrc::fsrc_only;
 use super::fsrc::fsrc_rows;
@@ -180,30 +180,24 @@ fn sweep_in_pool(
                     algs
                 ));
                 // Blocks already on disk from an interrupted run of this config.
-                let nblocks = reader.blocks.len();
-                let mut todo = Vec::with_capacity(nblocks);
-                for b in 0..nblocks {
-                    let file = block_path(di, ri, b);
-                    let reusable = opts.resume
-                        && file.exists()
-                        && match read_block(&file, exp, ds, rm, reader, b) {
-                            Ok(_) => true,
-                            Err(e) => {
-                                rep.stage(format!("recomputing {} ({e:#})", file.display()));
-                                false
-                            }
-                        };
-                    if reusable {
+                let todo = blocks_to_compute(
+                    exp,
+                    ds,
+                    rm,
+                    reader,
+                    0..reader.blocks.len(),
+                    &|b| block_path(di, ri, b),
+                    opts.resume,
+                    &mut |b| {
                         resumed += 1;
                         rep.bar.inc(
                             reader.blocks[b].prompts.len() as u64
                                 * exp.n_values.len() as u64
                                 * algs,
                         );
-                    } else {
-                        todo.push(b);
-                    }
-                }
+                    },
+                    &mut |file, e| rep.stage(format!("recomputing {} ({e:#})", file.display())),
+                );
                 let write = |b: usize, c: &[crate::results::cells::Chunk]| {
                     write_block(&block_path(di, ri, b), c)
                 };
@@ -236,14 +230,13 @@ fn sweep_in_pool(
     rep.stage(format!("writing results to {}", out.display()));
     let t = Instant::now();
     let res = staging.result_dir()?;
-    let labels = |d: usize, r: usize| -> Result<TransformLabel> {
-        let t = &transforms[&exp.datasets[d].name][&exp.reward_models[r].name];
-        Ok(TransformLabel {
-            kind: t.kind.clone(),
-            data_dependent: t.data_dependent,
-        })
-    };
-    let (summary, cells) = write_cells(exp, &readers, &labels, &block_path, &res.join(CELLS_FILE))?;
+    let (summary, cells) = write_cells(
+        exp,
+        &readers,
+        &transforms,
+        &block_path,
+        &res.join(CELLS_FILE),
+    )?;
     crate::results::summary::ensure_finite(&summary)?;
     let mut files = BTreeMap::new();
     write_frame(&res.join(SUMMARY_FILE), &mut summary_frame(&summary)?)?;

@@ -63,7 +63,7 @@ pub fn apply(
         )));
     }
     let applied = prepare(spec, &TransformStats::of(raw), what)?;
-    let out = applied.map(raw, what, prompt_of)?;
+    let out = applied.map(raw, 0, what, prompt_of)?;
     Ok((out, applied))
 }
 
@@ -129,10 +129,12 @@ pub fn prepare(
 }
 
 impl AppliedTransform {
-    /// r̂ of each raw score; `prompt_of(i)` names the prompt of `raw[i]`.
+    /// r̂ of each raw score; `raw[i]` is response `first_row + i` of the
+    /// dataset (for errors) and `prompt_of(i)` names its prompt.
     pub fn map(
         &self,
         raw: &[f32],
+        first_row: usize,
         what: &str,
         prompt_of: impl Fn(usize) -> String,
     ) -> Result<Vec<f64>> {
@@ -141,7 +143,8 @@ impl AppliedTransform {
         // edited since) would make every lift NaN: name it instead.
         if let Some(i) = raw.iter().position(|r| !r.is_finite()) {
             return Err(input_error(format!(
-                "{what}: response {i} (prompt {}) has score {}; scores must be finite numbers — fix the raw file and re-run `privalign ingest`",
+                "{what}: response {} (prompt {}) has score {}; scores must be finite numbers — fix the raw file and re-run `privalign ingest`",
+                first_row + i,
                 prompt_of(i),
                 raw[i]
             )));
