@@ -102,7 +102,7 @@ fn print_outcome(r: &SweepOutcome) -> Result<()> {
         )?;
     } else {
         crate::outln!(
-            "wrote {} cells ({} chunks computed, {} resumed){} to {} in {:.1} s",
+            "wrote {} cells ({} blocks computed, {} resumed){} to {} in {:.1} s",
             r.cells,
             r.computed_chunks,
             r.resumed_chunks,

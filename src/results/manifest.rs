@@ -30,7 +30,9 @@ pub struct ResultsManifest {
     pub host: Option<String>,
     /// Wall time per stage, seconds.
     pub stages: BTreeMap<String, f64>,
-    /// Chunks (dataset, reward model, n) reused from an interrupted run.
+    /// Blocks (dataset, reward model, 32 prompts) reused from an interrupted
+    /// run, and computed by this one (the keys keep their first name, so
+    /// older manifests still read).
     pub resumed_chunks: usize,
     pub computed_chunks: usize,
     /// SHA-256 of each result file.
