@@ -68,6 +68,17 @@ fn horner(c: &[f64; COEFFS], d: f64) -> f64 {
     ((((c[5] * d + c[4]) * d + c[3]) * d + c[2]) * d + c[1]) * d + c[0]
 }
 
+/// [`horner`] with fused multiply-adds (one rounding per step): how the
+/// PrivITP walk evaluates the node-shifted table.
+#[inline(always)]
+pub fn horner_fused(c: &[f64; COEFFS], d: f64) -> f64 {
+    let mut h = c[5].mul_add(d, c[4]);
+    h = h.mul_add(d, c[3]);
+    h = h.mul_add(d, c[2]);
+    h = h.mul_add(d, c[1]);
+    h.mul_add(d, c[0])
+}
+
 /// G on one grid.
 #[derive(Clone, Debug)]
 pub struct GTable {
@@ -115,11 +126,12 @@ pub const GROUP: usize = 8;
 #[repr(C, align(64))]
 pub struct GroupCoeffs(pub [[f64; GROUP]; COEFFS]);
 
-/// The node-shifted table: row j, lane group g, coefficient c, lane l holds
+/// The node-shifted table: lane group g, row j, coefficient c, lane l holds
 /// the c-th Taylor coefficient of G at u_j − ρ·x_k, k = g·GROUP + l,
-/// u_j = u_lo + j·h. A group's coefficients are contiguous (one aligned
-/// block the walk loads as whole vectors). Lanes beyond the node count are
-/// zero (padding to whole groups).
+/// u_j = u_lo + j·h. Group-major: a group's rows are one slice
+/// ([`Self::group`]) indexed by the row alone, and a row's coefficients are
+/// contiguous (one aligned block the walk loads as whole vectors). Lanes
+/// beyond the node count are zero (padding to whole groups).
 #[derive(Clone, Debug)]
 pub struct ShiftedGTable {
     /// Padded lane count (a multiple of [`GROUP`]).
@@ -127,6 +139,8 @@ pub struct ShiftedGTable {
     pub groups: usize,
     pub u_lo: f64,
     rows: usize,
+    /// rows − 1, as the float the row search clamps to.
+    last_row: f64,
     data: Vec<GroupCoeffs>,
 }
 
@@ -147,7 +161,7 @@ impl ShiftedGTable {
             for (k, &s) in shifts.iter().enumerate() {
                 let c = taylor_coefficients(u - s);
                 for (ci, &v) in c.iter().enumerate() {
-                    data[j * groups + k / GROUP].0[ci][k % GROUP] = v;
+                    data[(k / GROUP) * rows + j].0[ci][k % GROUP] = v;
                 }
             }
         }
@@ -156,41 +170,39 @@ impl ShiftedGTable {
             groups,
             u_lo,
             rows,
+            last_row: (rows - 1) as f64,
             data,
         }
     }
 
-    /// The first index into [`Self::data`] of the row for `u` (one entry per
-    /// lane group) and the offset δ = u − u_j. Rows are clamped at the ends,
-    /// where every lane's expansion is exact; the index is a saturating
-    /// float-to-int cast (no libm `round` call): ⌊pos + ½⌋ for pos ≥ 0, 0
-    /// below and for NaN.
+    /// The row for `u` (an index into each [`Self::group`]) and the offset
+    /// δ = u − u_j. Rows are clamped at the ends, where every lane's
+    /// expansion is exact. All in floating point — ⌊pos + ½⌋ clamped to
+    /// [0, rows − 1] (NaN to 0), then one float-to-int cast of the clamped
+    /// row — so a block of candidates vectorises with no integer-to-float
+    /// conversion.
     #[inline(always)]
     pub fn row_start(&self, u: f64) -> (usize, f64) {
-        // A signed cast is one instruction on every x86-64 (an unsigned one
-        // is not before AVX-512); negatives and NaN clamp to row 0 as before.
-        let j =
-            ((((u - self.u_lo) * INV_STEP) + 0.5) as i64).clamp(0, self.rows as i64 - 1) as usize;
-        (j * self.groups, u - (self.u_lo + j as f64 * STEP))
+        let pos = ((u - self.u_lo) * INV_STEP + 0.5).floor();
+        let j = pos.max(0.0).min(self.last_row);
+        // SAFETY: j is an integer in [0, rows − 1] (f64::max maps NaN to 0),
+        // so the plain truncating conversion is exact — no saturation fix-ups.
+        let row = unsafe { j.to_int_unchecked::<i64>() } as usize;
+        (row, u - (self.u_lo + j * STEP))
     }
 
-    /// The row for `u` (one block per lane group) and the offset δ.
+    /// Lane group g's rows (indexed by [`Self::row_start`]'s row).
     #[inline(always)]
-    pub fn row(&self, u: f64) -> (&[GroupCoeffs], f64) {
-        let (start, d) = self.row_start(u);
-        (&self.data[start..start + self.groups], d)
+    pub fn group(&self, g: usize) -> &[GroupCoeffs] {
+        &self.data[g * self.rows..(g + 1) * self.rows]
     }
 
-    /// Every row, group-major within a row (indexed from [`Self::row_start`]).
-    pub fn data(&self) -> &[GroupCoeffs] {
-        &self.data
-    }
-
-    /// G(u − shift_k) for lane k (scalar; the walk evaluates whole groups).
+    /// G(u − shift_k) for lane k, as one lane of the walk computes it (the
+    /// walk evaluates whole groups).
     pub fn g(&self, u: f64, k: usize) -> f64 {
-        let (row, d) = self.row(u);
-        let c: [f64; COEFFS] = std::array::from_fn(|ci| row[k / GROUP].0[ci][k % GROUP]);
-        horner(&c, d)
+        let (j, d) = self.row_start(u);
+        let c: [f64; COEFFS] = std::array::from_fn(|ci| self.group(k / GROUP)[j].0[ci][k % GROUP]);
+        horner_fused(&c, d)
     }
 }
 

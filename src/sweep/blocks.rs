@@ -420,9 +420,17 @@ pub fn compute_blocks(
 
 /// Write one block's chunks (n-major, one row group per n), atomically.
 pub fn write_block(path: &Path, chunks: &[Chunk]) -> Result<()> {
-    let frames: Vec<_> = chunks.iter().map(Chunk::to_frame).collect::<Result<_>>()?;
-    let schema = frames[0].schema().as_ref().clone();
-    write_frames_scratch(path, &schema, frames.into_iter().map(Ok))
+    // One frame in one memory chunk, so one row group: the parquet writer's
+    // per-column work (its cardinality estimate) runs once per block rather
+    // than once per n.
+    let mut frames = chunks.iter().map(Chunk::to_frame);
+    let mut df = frames.next().context("a block has at least one n")??;
+    for f in frames {
+        df.vstack_mut(&f?)?;
+    }
+    df.rechunk_mut();
+    let schema = df.schema().as_ref().clone();
+    write_frames_scratch(path, &schema, std::iter::once(Ok(df)))
 }
 
 /// Read back block `b`'s file, checking every key against the config and

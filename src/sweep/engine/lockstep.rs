@@ -16,12 +16,27 @@
 //! the scalar walk stops) or at t = n. A lane group whose lanes are all dead
 //! is skipped.
 //!
-//! Per lane the arithmetic is the scalar walk's ([`rejection_conditional`]):
-//! p = S·a, generated += S, accepted += p, rejections += p·(t − 1), S −= p.
-//! The values are accumulated once per step with q_t = Σ_k w_k·p_k (the
-//! quadrature is linear), and the fallback's with Σ_k w_k·S_k. No operation
-//! is reordered across lanes and no multiply-add is fused, so every SIMD
-//! width gives the same bits.
+//! A lane carries its node's *weighted* survival s̃_k = w_k·S_k (the
+//! quadrature is linear, so every per-node quantity enters the metrics
+//! multiplied by w_k): a step is p̃ = s̃·a, generated̃ += s̃, s̃ −= p̃, and the
+//! values are accumulated once per step with q_t = Σ_k p̃_k — no per-step
+//! weight multiply. The accepted mass and the rejections before acceptance
+//! are not accumulated per step: with p_t = S_t − S_{t+1} they telescope,
+//!
+//! ```text
+//!   Σ_{t≤T} p_t = 1 − S_{T+1},   Σ_{t≤T} (t−1)·p_t = (Σ_{t≤T} S_t − 1) − (T−1)·S_{T+1},
+//! ```
+//!
+//! T being the step where the lane fell below the cut-off (S_{T+1} taken
+//! before it is zeroed) or n. So a lane step costs, besides G, five vector
+//! operations. The Taylor polynomial is evaluated by fused multiply-adds; the
+//! portable variant uses `f64::mul_add` (correctly rounded, as the
+//! instructions are), no operation is reordered across lanes, and the
+//! cross-lane sums run in one fixed order — so every SIMD width gives the
+//! same bits. The arithmetic differs from the scalar walk
+//! ([`rejection_conditional`]) by rounding only; the engine's oracle tests
+//! bound the difference (≤ 1e-12 relative per metric).
+//!
 //!
 //! Lanes where the table's absolute accuracy is not enough — βM_k/σ_Z below
 //! [`NARROW`] (the acceptance (G(a) − G(a − w))/w loses digits as w → 0) or
@@ -57,7 +72,8 @@ const BLOCK: usize = 32;
 pub(crate) struct LaneScratch {
     lanes: Vec<GroupLanes>,
     inv: Vec<Lane>,
-    weight: Vec<Lane>,
+    /// Per lane: w_k·[`SURVIVAL_EPS`], the cut-off of the weighted survival.
+    thr: Vec<Lane>,
     alive: Vec<bool>,
     /// Per step of the block: the four partial sums of Σ_k w_k·p_k.
     q4: Vec<[f64; 4]>,
@@ -65,13 +81,17 @@ pub(crate) struct LaneScratch {
     q4_saved: Vec<[f64; 4]>,
 }
 
-/// One lane group's walk state.
+/// One lane group's walk state (weighted by the node weights).
 #[derive(Clone, Copy, Default)]
 struct GroupLanes {
+    /// w·S.
     s: Lane,
+    /// w·Σ_t S_t.
     generated: Lane,
-    accepted: Lane,
-    rejections: Lane,
+    /// w·S_{T+1} before the cut-off zeroed it (lanes that were cut).
+    cut_s: Lane,
+    /// T of a cut lane (0 while the lane lives).
+    cut_t: Lane,
 }
 
 /// A node walked by the scalar exact acceptance.
@@ -102,7 +122,7 @@ pub(crate) fn privitp_lockstep(
     let groups = table.groups;
     ls.lanes.clear();
     ls.lanes.resize(groups, GroupLanes::default());
-    for v in [&mut ls.inv, &mut ls.weight] {
+    for v in [&mut ls.inv, &mut ls.thr] {
         v.clear();
         v.resize(groups, [0.0; GROUP]);
     }
@@ -116,9 +136,10 @@ pub(crate) fn privitp_lockstep(
         let lt = lambda + p.sigma_x * x;
         let beta_m = pr.r_max + p.sigma_z * p.l - lt;
         if beta_m / p.sigma_z >= NARROW {
-            ls.lanes[g].s[l] = 1.0;
+            ls.lanes[g].s[l] = w;
             ls.inv[g][l] = p.sigma_z / beta_m;
-            ls.alive[g] = true;
+            ls.thr[g][l] = w * SURVIVAL_EPS;
+            ls.alive[g] |= w > 0.0;
         } else {
             slow.push(SlowLane {
                 k,
@@ -129,7 +150,6 @@ pub(crate) fn privitp_lockstep(
                 rejections: 0.0,
             });
         }
-        ls.weight[g][l] = w;
     }
     let mut values = Values::default();
     let walk = Walk {
@@ -154,20 +174,33 @@ pub(crate) fn privitp_lockstep(
     let consts = EpsConsts::new(p, pr.r_max, pr.delta_r);
     let (mut fallback, mut halting, mut gens, mut eps) = (0.0, 0.0, 0.0, 0.0);
     for (k, &(x, w)) in nodes.iter().enumerate() {
+        // Weighted fallback mass, accepted mass, rejections and generations.
         let (f, a, rj, gn) = match slow.iter().find(|s| s.k == k) {
-            Some(sl) => (sl.survival, sl.accepted, sl.rejections, sl.generated),
+            Some(sl) => (
+                w * sl.survival,
+                w * sl.accepted,
+                w * sl.rejections,
+                w * sl.generated,
+            ),
             None => {
                 let (g, l) = (k / GROUP, k % GROUP);
                 let st = &ls.lanes[g];
-                (st.s[l], st.accepted[l], st.rejections[l], st.generated[l])
+                // The telescoped sums of the module docs.
+                let (s_end, t_end) = if st.cut_t[l] > 0.0 {
+                    (st.cut_s[l], st.cut_t[l])
+                } else {
+                    (st.s[l], n as f64)
+                };
+                let rj = (st.generated[l] - w) - (t_end - 1.0) * s_end;
+                (st.s[l], w - s_end, rj, st.generated[l])
             }
         };
         let lt = lambda + p.sigma_x * x;
         let (kappa, accept) = consts.terms(lt, p);
-        fallback += w * f;
-        halting += w * (rj + a + f * (n + 1) as f64);
-        gens += w * if fresh { n as f64 + gn } else { n as f64 };
-        eps += w * (eps1 + kappa * rj + accept * a + n as f64 * kappa * f);
+        fallback += f;
+        halting += rj + a + f * (n + 1) as f64;
+        gens += w * n as f64 + if fresh { gn } else { 0.0 };
+        eps += w * eps1 + kappa * rj + accept * a + n as f64 * kappa * f;
     }
     values.add_scaled(&pool.mean, fallback);
     Metrics {
@@ -199,10 +232,16 @@ impl SimdLevel {
         let mut v = vec![SimdLevel::Baseline];
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx2") {
+            // Both vector variants fuse multiply-adds (as the portable one
+            // does through `f64::mul_add`), so both need FMA.
+            let fma = std::arch::is_x86_feature_detected!("fma");
+            if fma && std::arch::is_x86_feature_detected!("avx2") {
                 v.push(SimdLevel::Avx2);
             }
-            if std::arch::is_x86_feature_detected!("avx512f") {
+            if fma
+                && std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512dq")
+            {
                 v.push(SimdLevel::Avx512);
             }
         }
@@ -239,7 +278,7 @@ struct Walk<'a> {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 fn walk_avx2(
     w: &Walk,
     cand: &mut Candidates,
@@ -251,7 +290,7 @@ fn walk_avx2(
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,avx512dq,fma")]
 fn walk_avx512(
     w: &Walk,
     cand: &mut Candidates,
@@ -269,18 +308,19 @@ struct BlockData {
     row: [usize; BLOCK],
     d: [f64; BLOCK],
     gb: [f64; BLOCK],
-    tm1: [f64; BLOCK],
     r: [f64; BLOCK],
+    /// The candidate's step t (1-based), for a cut lane's T.
+    t: [f64; BLOCK],
 }
 
 /// Phase 2 for every node in lockstep (see the module docs), a block of
 /// candidates at a time. Each live lane group walks the block with its
 /// state in registers and without the per-step survival cut-off; if one of
-/// its lanes fell below [`SURVIVAL_EPS`] within the block, the group's
-/// block is replayed from its saved state with the cut-off applied at every
-/// step — so the result is the step-by-step walk's, bit for bit (a dead
-/// lane's survival is exactly 0, and every term it adds is +0). The walk
-/// ends at the first block that starts with every lane dead, or at t = n.
+/// its lanes fell below its cut-off within the block, the group's block is
+/// replayed from its saved state with the cut-off applied at every step —
+/// so the result is the step-by-step walk's, bit for bit (a dead lane's
+/// survival is exactly 0, and every term it adds is +0). The walk ends at
+/// the first block that starts with every lane dead, or at t = n.
 #[inline(always)]
 fn walk_blocks<V: Lanes>(
     w: &Walk,
@@ -290,7 +330,6 @@ fn walk_blocks<V: Lanes>(
     values: &mut Values,
 ) {
     let groups = w.table.groups;
-    let data = w.table.data();
     let mut live_slow = slow.len();
     let mut blk = BlockData {
         len: 0,
@@ -298,9 +337,12 @@ fn walk_blocks<V: Lanes>(
         row: [0; BLOCK],
         d: [0.0; BLOCK],
         gb: [0.0; BLOCK],
-        tm1: [0.0; BLOCK],
         r: [0.0; BLOCK],
+        t: [0.0; BLOCK],
     };
+    // Four accumulators of Σ_t q_t·values_t (step t into t mod 4), summed
+    // at the end: four independent multiply-add chains instead of one.
+    let mut acc = [[0.0f64; 4]; 4];
     let mut t0 = 0usize;
     while t0 < w.n && (ls.alive.iter().any(|&a| a) || live_slow > 0) {
         let len = BLOCK.min(w.n - t0);
@@ -315,9 +357,9 @@ fn walk_blocks<V: Lanes>(
             let (row, d) = w.table.row_start((blk.r[j] - w.lambda) * w.inv_sz);
             blk.row[j] = row;
             blk.d[j] = d;
-            blk.tm1[j] = (t0 + j) as f64;
+            blk.t[j] = (t0 + j + 1) as f64;
         }
-        // Σ_k w_k·p_k in one fixed order for every SIMD width: node k into
+        // Σ_k p̃_k in one fixed order for every SIMD width: node k into
         // partial sum k mod 4 in increasing k (lanes 0–3, then 4–7, of each
         // live group in turn), then (q0+q1)+(q2+q3) below.
         let mut first = true;
@@ -326,30 +368,29 @@ fn walk_blocks<V: Lanes>(
                 continue;
             }
             let saved = ls.lanes[g];
-            let (inv, wt) = (&ls.inv[g], &ls.weight[g]);
+            let data = w.table.group(g);
+            let (inv, thr) = (&ls.inv[g], &ls.thr[g]);
             let q4: &mut [[f64; 4]; BLOCK] = (&mut ls.q4[..]).try_into().expect("BLOCK steps");
             // SAFETY (both calls): `V`'s instructions were detected before the walk began.
             let crossed = if first {
-                unsafe {
-                    group_block::<V, false, true>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4)
-                }
+                unsafe { group_block::<V, false, true>(data, &blk, &mut ls.lanes[g], inv, thr, q4) }
             } else {
                 // A replay must start from the partial sums before this group.
                 ls.q4_saved.copy_from_slice(&q4[..]);
                 unsafe {
-                    group_block::<V, false, false>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4)
+                    group_block::<V, false, false>(data, &blk, &mut ls.lanes[g], inv, thr, q4)
                 }
             };
             if crossed {
                 ls.lanes[g] = saved;
                 if first {
                     unsafe {
-                        group_block::<V, true, true>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4)
+                        group_block::<V, true, true>(data, &blk, &mut ls.lanes[g], inv, thr, q4)
                     };
                 } else {
                     q4.copy_from_slice(&ls.q4_saved);
                     unsafe {
-                        group_block::<V, true, false>(data, g, &blk, &mut ls.lanes[g], inv, wt, q4)
+                        group_block::<V, true, false>(data, &blk, &mut ls.lanes[g], inv, thr, q4)
                     };
                 }
             }
@@ -363,7 +404,7 @@ fn walk_blocks<V: Lanes>(
             let q = &ls.q4[j];
             let mut qt = (q[0] + q[1]) + (q[2] + q[3]);
             if live_slow > 0 {
-                let tm1 = blk.tm1[j];
+                let tm1 = blk.t[j] - 1.0;
                 for sl in slow.iter_mut().filter(|s| s.survival > 0.0) {
                     let a = sl.acc.prob(blk.r[j]).clamp(0.0, 1.0);
                     let pk = sl.survival * a;
@@ -378,66 +419,73 @@ fn walk_blocks<V: Lanes>(
                     qt += w.nodes[sl.k].1 * pk;
                 }
             }
-            values.add_scaled(&w.items[blk.item[j]].values, qt);
+            let v = &w.items[blk.item[j]].values;
+            let a = &mut acc[j % 4];
+            a[0] = qt.mul_add(v.gold, a[0]);
+            a[1] = qt.mul_add(v.proxy, a[1]);
+            a[2] = qt.mul_add(v.win_gold, a[2]);
+            a[3] = qt.mul_add(v.win_proxy, a[3]);
         }
         t0 += len;
     }
+    let sum = |f: usize| (acc[0][f] + acc[1][f]) + (acc[2][f] + acc[3][f]);
+    values.gold += sum(0);
+    values.proxy += sum(1);
+    values.win_gold += sum(2);
+    values.win_proxy += sum(3);
 }
 
-/// One lane group's walk over one block: a = clamp(inv·(G − G_B), 0, 1),
-/// p = S·a, generated += S, accepted += p, rejections += p·(t − 1),
-/// S −= p (then, with `CUT`, S = 0 where S < [`SURVIVAL_EPS`]), and the
-/// step's w·p folded into `q4[j]` (lanes l and l + 4 into partial sum l;
-/// `FIRST`: the partial sums start here). Without `CUT`, returns whether a
-/// lane alive at the start ended the block below the cut-off (the caller
-/// replays with `CUT`).
+/// One lane group's walk over one block: G by a fused-multiply-add Horner
+/// scheme, a = clamp(inv·(G − G_B), 0, 1), p̃ = s̃·a, generated̃ += s̃,
+/// s̃ −= p̃ (then, with `CUT`, a lane whose s̃ fell below its cut-off records
+/// s̃ and t and is zeroed), and the step's p̃ folded into `q4[j]` (lanes l
+/// and l + 4 into partial sum l; `FIRST`: the partial sums start here).
+/// Without `CUT`, returns whether a lane alive at the start ended the block
+/// below its cut-off (the caller replays with `CUT`).
 ///
 /// # Safety
 /// `V`'s instructions must be available.
 #[inline(always)]
 unsafe fn group_block<V: Lanes, const CUT: bool, const FIRST: bool>(
     data: &[GroupCoeffs],
-    g: usize,
     blk: &BlockData,
     st: &mut GroupLanes,
     inv: &Lane,
-    wt: &Lane,
+    thr: &Lane,
     q4: &mut [[f64; 4]; BLOCK],
 ) -> bool {
     // SAFETY: the caller guarantees the instruction set.
     unsafe {
         let start = V::load(&st.s);
-        let (mut s, mut generated, mut accepted, mut rejections) = (
-            start,
-            V::load(&st.generated),
-            V::load(&st.accepted),
-            V::load(&st.rejections),
-        );
-        let (inv, wt) = (V::load(inv), V::load(wt));
+        let (mut s, mut generated) = (start, V::load(&st.generated));
+        let (mut cut_s, mut cut_t) = (V::load(&st.cut_s), V::load(&st.cut_t));
+        let (inv, thr) = (V::load(inv), V::load(thr));
         for j in 0..blk.len {
-            let c = &data[blk.row[j] + g].0;
+            let c = &data[blk.row[j]].0;
             let d = V::splat(blk.d[j]);
-            let mut gv = V::load(&c[5]).mul(d).add(V::load(&c[4]));
-            gv = gv.mul(d).add(V::load(&c[3]));
-            gv = gv.mul(d).add(V::load(&c[2]));
-            gv = gv.mul(d).add(V::load(&c[1]));
-            gv = gv.mul(d).add(V::load(&c[0]));
+            let mut gv = V::load(&c[5]).mul_add(d, V::load(&c[4]));
+            gv = gv.mul_add(d, V::load(&c[3]));
+            gv = gv.mul_add(d, V::load(&c[2]));
+            gv = gv.mul_add(d, V::load(&c[1]));
+            gv = gv.mul_add(d, V::load(&c[0]));
             let a = inv.mul(gv.sub(V::splat(blk.gb[j]))).clamp01();
             let pk = s.mul(a);
             generated = generated.add(s);
-            accepted = accepted.add(pk);
-            rejections = rejections.add(pk.mul(V::splat(blk.tm1[j])));
-            s = s.sub(pk);
-            if CUT {
-                s = s.zero_below(SURVIVAL_EPS);
-            }
-            wt.mul(pk).fold4::<FIRST>(&mut q4[j]);
+            let next = s.sub(pk);
+            s = if CUT {
+                V::cut(s, next, thr, V::splat(blk.t[j]), &mut cut_s, &mut cut_t)
+            } else {
+                next
+            };
+            pk.fold4::<FIRST>(&mut q4[j]);
         }
         s.store(&mut st.s);
         generated.store(&mut st.generated);
-        accepted.store(&mut st.accepted);
-        rejections.store(&mut st.rejections);
-        !CUT && V::crossed(start, s, SURVIVAL_EPS)
+        if CUT {
+            cut_s.store(&mut st.cut_s);
+            cut_t.store(&mut st.cut_t);
+        }
+        !CUT && V::crossed(start, s, thr)
     }
 }
 
@@ -450,12 +498,23 @@ trait Lanes: Copy {
     unsafe fn add(self, o: Self) -> Self;
     unsafe fn sub(self, o: Self) -> Self;
     unsafe fn mul(self, o: Self) -> Self;
+    /// self·m + a with one rounding.
+    unsafe fn mul_add(self, m: Self, a: Self) -> Self;
     /// max(x, 0) then min(·, 1) (for non-NaN x, f64::max then f64::min).
     unsafe fn clamp01(self) -> Self;
-    /// x where x ≥ eps, else 0.
-    unsafe fn zero_below(self, eps: f64) -> Self;
-    /// Whether a lane with start > 0 has end < eps.
-    unsafe fn crossed(start: Self, end: Self, eps: f64) -> bool;
+    /// The survival after a step with the cut-off: a lane alive before
+    /// (`before` > 0) whose `after` is below `thr` records `after` in
+    /// `cut_s` and `t` in `cut_t` and becomes 0; other lanes keep `after`.
+    unsafe fn cut(
+        before: Self,
+        after: Self,
+        thr: Self,
+        t: Self,
+        cut_s: &mut Self,
+        cut_t: &mut Self,
+    ) -> Self;
+    /// Whether a lane with start > 0 has end < thr.
+    unsafe fn crossed(start: Self, end: Self, thr: Self) -> bool;
     /// q[l] = (q[l] + x[l]) + x[l + 4] (`FIRST`: q[l] = x[l] + x[l + 4]).
     unsafe fn fold4<const FIRST: bool>(self, q: &mut [f64; 4]);
 }
@@ -490,19 +549,36 @@ impl Lanes for Scalar {
         Scalar(std::array::from_fn(|l| self.0[l] * o.0[l]))
     }
     #[inline(always)]
+    unsafe fn mul_add(self, m: Self, a: Self) -> Self {
+        Scalar(std::array::from_fn(|l| self.0[l].mul_add(m.0[l], a.0[l])))
+    }
+    #[inline(always)]
     #[allow(clippy::manual_clamp)]
     unsafe fn clamp01(self) -> Self {
         Scalar(std::array::from_fn(|l| self.0[l].max(0.0).min(1.0)))
     }
     #[inline(always)]
-    unsafe fn zero_below(self, eps: f64) -> Self {
+    unsafe fn cut(
+        before: Self,
+        after: Self,
+        thr: Self,
+        t: Self,
+        cut_s: &mut Self,
+        cut_t: &mut Self,
+    ) -> Self {
         Scalar(std::array::from_fn(|l| {
-            if self.0[l] < eps { 0.0 } else { self.0[l] }
+            if before.0[l] > 0.0 && after.0[l] < thr.0[l] {
+                cut_s.0[l] = after.0[l];
+                cut_t.0[l] = t.0[l];
+                0.0
+            } else {
+                after.0[l]
+            }
         }))
     }
     #[inline(always)]
-    unsafe fn crossed(start: Self, end: Self, eps: f64) -> bool {
-        (0..GROUP).any(|l| start.0[l] > 0.0 && end.0[l] < eps)
+    unsafe fn crossed(start: Self, end: Self, thr: Self) -> bool {
+        (0..GROUP).any(|l| start.0[l] > 0.0 && end.0[l] < thr.0[l])
     }
     #[inline(always)]
     unsafe fn fold4<const FIRST: bool>(self, q: &mut [f64; 4]) {
@@ -562,6 +638,13 @@ impl Lanes for Avx2 {
         Avx2(_mm256_mul_pd(self.0, o.0), _mm256_mul_pd(self.1, o.1))
     }
     #[inline(always)]
+    unsafe fn mul_add(self, m: Self, a: Self) -> Self {
+        Avx2(
+            _mm256_fmadd_pd(self.0, m.0, a.0),
+            _mm256_fmadd_pd(self.1, m.1, a.1),
+        )
+    }
+    #[inline(always)]
     unsafe fn clamp01(self) -> Self {
         let (z, one) = (_mm256_setzero_pd(), _mm256_set1_pd(1.0));
         Avx2(
@@ -570,21 +653,38 @@ impl Lanes for Avx2 {
         )
     }
     #[inline(always)]
-    unsafe fn zero_below(self, eps: f64) -> Self {
-        let e = _mm256_set1_pd(eps);
-        let cut = |x| _mm256_andnot_pd(_mm256_cmp_pd::<_CMP_LT_OQ>(x, e), x);
-        Avx2(cut(self.0), cut(self.1))
+    unsafe fn cut(
+        before: Self,
+        after: Self,
+        thr: Self,
+        t: Self,
+        cut_s: &mut Self,
+        cut_t: &mut Self,
+    ) -> Self {
+        let z = _mm256_setzero_pd();
+        let half = |b, a, th, t, cs: &mut __m256d, ct: &mut __m256d| {
+            let m = _mm256_and_pd(
+                _mm256_cmp_pd::<_CMP_GT_OQ>(b, z),
+                _mm256_cmp_pd::<_CMP_LT_OQ>(a, th),
+            );
+            *cs = _mm256_blendv_pd(*cs, a, m);
+            *ct = _mm256_blendv_pd(*ct, t, m);
+            _mm256_andnot_pd(m, a)
+        };
+        let lo = half(before.0, after.0, thr.0, t.0, &mut cut_s.0, &mut cut_t.0);
+        let hi = half(before.1, after.1, thr.1, t.1, &mut cut_s.1, &mut cut_t.1);
+        Avx2(lo, hi)
     }
     #[inline(always)]
-    unsafe fn crossed(start: Self, end: Self, eps: f64) -> bool {
-        let (z, e) = (_mm256_setzero_pd(), _mm256_set1_pd(eps));
-        let half = |s, x| {
+    unsafe fn crossed(start: Self, end: Self, thr: Self) -> bool {
+        let z = _mm256_setzero_pd();
+        let half = |s, x, th| {
             _mm256_movemask_pd(_mm256_and_pd(
                 _mm256_cmp_pd::<_CMP_GT_OQ>(s, z),
-                _mm256_cmp_pd::<_CMP_LT_OQ>(x, e),
+                _mm256_cmp_pd::<_CMP_LT_OQ>(x, th),
             )) != 0
         };
-        half(start.0, end.0) || half(start.1, end.1)
+        half(start.0, end.0, thr.0) || half(start.1, end.1, thr.1)
     }
     #[inline(always)]
     unsafe fn fold4<const FIRST: bool>(self, q: &mut [f64; 4]) {
@@ -634,6 +734,10 @@ impl Lanes for Avx512 {
         Avx512(_mm512_mul_pd(self.0, o.0))
     }
     #[inline(always)]
+    unsafe fn mul_add(self, m: Self, a: Self) -> Self {
+        Avx512(_mm512_fmadd_pd(self.0, m.0, a.0))
+    }
+    #[inline(always)]
     unsafe fn clamp01(self) -> Self {
         Avx512(_mm512_min_pd(
             _mm512_max_pd(self.0, _mm512_setzero_pd()),
@@ -641,14 +745,24 @@ impl Lanes for Avx512 {
         ))
     }
     #[inline(always)]
-    unsafe fn zero_below(self, eps: f64) -> Self {
-        let keep = _mm512_cmp_pd_mask::<_CMP_NLT_UQ>(self.0, _mm512_set1_pd(eps));
-        Avx512(_mm512_maskz_mov_pd(keep, self.0))
+    unsafe fn cut(
+        before: Self,
+        after: Self,
+        thr: Self,
+        t: Self,
+        cut_s: &mut Self,
+        cut_t: &mut Self,
+    ) -> Self {
+        let was = _mm512_cmp_pd_mask::<_CMP_GT_OQ>(before.0, _mm512_setzero_pd());
+        let m = was & _mm512_cmp_pd_mask::<_CMP_LT_OQ>(after.0, thr.0);
+        cut_s.0 = _mm512_mask_mov_pd(cut_s.0, m, after.0);
+        cut_t.0 = _mm512_mask_mov_pd(cut_t.0, m, t.0);
+        Avx512(_mm512_maskz_mov_pd(!m, after.0))
     }
     #[inline(always)]
-    unsafe fn crossed(start: Self, end: Self, eps: f64) -> bool {
+    unsafe fn crossed(start: Self, end: Self, thr: Self) -> bool {
         let was = _mm512_cmp_pd_mask::<_CMP_GT_OQ>(start.0, _mm512_setzero_pd());
-        let low = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(end.0, _mm512_set1_pd(eps));
+        let low = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(end.0, thr.0);
         (was & low) != 0
     }
     #[inline(always)]
