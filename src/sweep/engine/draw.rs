@@ -1,7 +1,7 @@
 //! Batch draws: pool indices with or without replacement, from one PCG64
 //! stream per (replicate, batch).
 
-use rand::RngExt;
+use rand::{Rng, RngExt};
 use rand_pcg::Pcg64;
 
 use super::Sampling;
@@ -30,17 +30,37 @@ impl Drawer {
     }
 
     /// The next index; without replacement, a partial Fisher–Yates shuffle.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn next(&mut self, pool: usize) -> usize {
         if self.without {
-            let j = self.drawn + self.rng.random_range(0..pool - self.drawn);
+            let j = self.drawn + index_below(&mut self.rng, pool - self.drawn);
             self.perm.swap(self.drawn, j);
             self.drawn += 1;
             self.perm[self.drawn - 1]
         } else {
-            self.rng.random_range(0..pool)
+            index_below(&mut self.rng, pool)
         }
     }
+}
+
+/// `rng.random_range(0..range)`, the same numbers from the same stream
+/// (rand's single-sample path for a `usize` range that fits in 32 bits:
+/// one 32-bit word times the range, and a second word only in the rare
+/// biased zone — Canon's method), written out so it inlines into the draw
+/// loops; `tests::index_below_is_rands_random_range` holds it to rand's.
+#[inline(always)]
+pub(crate) fn index_below(rng: &mut Pcg64, range: usize) -> usize {
+    let Ok(r32) = u32::try_from(range) else {
+        return rng.random_range(0..range);
+    };
+    debug_assert!(r32 > 0, "an empty range");
+    let wide = u64::from(rng.next_u32()) * u64::from(r32);
+    let (mut hi, lo) = ((wide >> 32) as u32, wide as u32);
+    if lo > r32.wrapping_neg() {
+        let new_hi = ((u64::from(rng.next_u32()) * u64::from(r32)) >> 32) as u32;
+        hi += u32::from(lo.checked_add(new_hi).is_none());
+    }
+    hi as usize
 }
 
 /// Batch B, drawn on demand and shared by every ITP/PrivITP setting (and
@@ -98,6 +118,41 @@ impl Candidates<'_> {
         match self {
             Candidates::Fresh(b) => b.get(t),
             Candidates::Shared(a) => a[t],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::index_below;
+    use rand::{RngExt, SeedableRng};
+    use rand_pcg::Pcg64;
+
+    /// The inlined draw gives rand's numbers, including ranges where the
+    /// second word is often needed (just below 2³², and 3·2³⁰) and ranges
+    /// beyond 32 bits (rand's 64-bit path).
+    #[test]
+    fn index_below_is_rands_random_range() {
+        for range in [
+            1usize,
+            2,
+            3,
+            10,
+            1000,
+            10_000,
+            65_537,
+            3 << 30,
+            (1 << 32) - 1,
+            1 << 40,
+        ] {
+            let (mut a, mut b) = (Pcg64::seed_from_u64(9), Pcg64::seed_from_u64(9));
+            for k in 0..20_000 {
+                assert_eq!(
+                    index_below(&mut a, range),
+                    b.random_range(0..range),
+                    "range {range}, draw {k}"
+                );
+            }
         }
     }
 }

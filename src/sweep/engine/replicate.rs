@@ -59,10 +59,14 @@ pub(crate) fn run_n(
         let mut da = Drawer::new(key.rng_from(state, StreamUse::BatchA), size, cfg.sampling);
         s.batch_a.clear();
         s.rewards_a.clear();
-        for _ in 0..n {
+        // BoN's maximum is tracked while drawing: the draws' latency hides it.
+        let mut top = TopTracker::new();
+        for t in 0..n {
             let i = da.next(size);
+            let r = prep.proxy[i];
             s.batch_a.push(i);
-            s.rewards_a.push(prep.proxy[i]);
+            s.rewards_a.push(r);
+            top.push(r, t);
         }
         let mut batch_b = LazyBatch {
             drawer: Drawer::new(key.rng_from(state, StreamUse::BatchB), size, cfg.sampling),
@@ -104,7 +108,7 @@ pub(crate) fn run_n(
             };
             let m = match *alg {
                 _ if conv.is_some() => conv.unwrap_or_default(),
-                Algorithm::Bon => bon(pool, &s.batch_a, &s.rewards_a, cfg.estimator, coins),
+                Algorithm::Bon => bon(pool, &s.batch_a, &s.rewards_a, top, cfg.estimator, coins),
                 Algorithm::PrivBon { sigma } => Metrics {
                     values: privbon(pool, prep, k, sigma, s, cfg.estimator, coins),
                     halting_time: None,
@@ -210,10 +214,11 @@ fn bon(
     pool: &Pool,
     batch: &[usize],
     rewards: &[f64],
+    top: TopTracker,
     estimator: Estimator,
     coins: impl FnOnce() -> Pcg64,
 ) -> Metrics {
-    let (best, ties, first) = max_and_ties(rewards);
+    let TopTracker { best, ties, first } = top;
     let tied = || {
         batch
             .iter()
@@ -247,31 +252,38 @@ fn bon(
     }
 }
 
-/// The largest reward, how many candidates have it, and the first position
-/// holding it — one branch-free pass over eight lanes (exact: a maximum and
-/// a count do not depend on the order they are taken in).
-fn max_and_ties(r: &[f64]) -> (f64, usize, usize) {
-    const L: usize = 8;
-    let mut best = [f64::NEG_INFINITY; L];
-    let mut count = [0usize; L];
-    let mut first = [usize::MAX; L];
-    for (c, chunk) in r.chunks(L).enumerate() {
-        for (l, &x) in chunk.iter().enumerate() {
-            let (gt, eq) = (x > best[l], x == best[l]);
-            first[l] = if gt { c * L + l } else { first[l] };
-            count[l] = if gt { 1 } else { count[l] + usize::from(eq) };
-            best[l] = if gt { x } else { best[l] };
+/// The largest reward of a batch, how many candidates have it, and the
+/// first position holding it, updated one draw at a time (exact: a maximum
+/// and a count do not depend on how they are taken; the branches are taken
+/// O(log n) times in a batch of distinct values).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct TopTracker {
+    best: f64,
+    ties: usize,
+    first: usize,
+}
+
+impl TopTracker {
+    fn new() -> Self {
+        Self {
+            best: f64::NEG_INFINITY,
+            ties: 0,
+            first: usize::MAX,
         }
     }
-    let top = best.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let (mut ties, mut pos) = (0, usize::MAX);
-    for l in 0..L {
-        if best[l] == top {
-            ties += count[l];
-            pos = pos.min(first[l]);
+
+    #[inline(always)]
+    fn push(&mut self, r: f64, t: usize) {
+        if r > self.best {
+            *self = Self {
+                best: r,
+                ties: 1,
+                first: t,
+            };
+        } else if r == self.best {
+            self.ties += 1;
         }
     }
-    (top, ties, pos)
 }
 
 /// Gumbel PrivBoN (the exponential mechanism, `thm:gumbel_priv`): the
@@ -290,15 +302,32 @@ fn privbon(
     coins: impl FnOnce() -> Pcg64,
 ) -> Values {
     if let (Some(e), Estimator::Conditional) = (&prep.privbon_weights[k], estimator) {
-        // One pass: Σ e_i·v_i and Σ e_i over the batch.
-        let mut v = Values::default();
-        let mut total = 0.0;
-        for &i in &s.batch_a {
-            let w = e[i];
-            total += w;
-            v.add_scaled(&pool.values[i], w);
+        // One pass: Σ e_i·v_i and Σ e_i over the batch, candidate j into
+        // accumulator j mod 4 (four independent add chains), then
+        // (a₀ + a₁) + (a₂ + a₃).
+        let mut v = [Values::default(); 4];
+        let mut total = [0.0; 4];
+        let quads = s.batch_a.chunks_exact(4);
+        let rest = quads.remainder();
+        for q in quads {
+            for l in 0..4 {
+                let w = e[q[l]];
+                total[l] += w;
+                v[l].add_scaled(&pool.values[q[l]], w);
+            }
         }
-        return v.scaled(1.0 / total);
+        for (l, &i) in rest.iter().enumerate() {
+            let w = e[i];
+            total[l] += w;
+            v[l].add_scaled(&pool.values[i], w);
+        }
+        let mut sum = v[0];
+        sum.add_scaled(&v[1], 1.0);
+        let mut hi = v[2];
+        hi.add_scaled(&v[3], 1.0);
+        sum.add_scaled(&hi, 1.0);
+        let total = (total[0] + total[1]) + (total[2] + total[3]);
+        return sum.scaled(1.0 / total);
     }
     let weights: &[f64] = match &prep.privbon_weights[k] {
         Some(e) => {
@@ -513,8 +542,16 @@ fn phase2(
 
 #[cfg(test)]
 mod tests {
-    use super::max_and_ties;
+    use super::TopTracker;
     use rand::{RngExt, SeedableRng};
+
+    fn max_and_ties(r: &[f64]) -> (f64, usize, usize) {
+        let mut t = TopTracker::new();
+        for (i, &x) in r.iter().enumerate() {
+            t.push(x, i);
+        }
+        (t.best, t.ties, t.first)
+    }
 
     /// Against the straightforward fold, count and position.
     #[test]
