@@ -40,7 +40,7 @@ pub fn solve_lambda_sorted_desc(sorted: &[f64], beta: f64) -> f64 {
 
 /// As [`solve_lambda`] without sorting: Newton's method on the convex,
 /// decreasing, piecewise-linear F(λ) = Σ relu(r_i − λ) − nβ, started at the
-/// k = n solution λ₀ = mean(r) − β, where F(λ₀) ≥ 0. From the left of the
+/// k = n solution λ₀ = (Σr − nβ)/n, where F(λ₀) ≥ 0. From the left of the
 /// root Newton's iterates increase monotonically (the tangent of a convex
 /// decreasing function lies below it) and each step is the closed form
 /// λ = (Σ_{r_i > λ_j} r_i − nβ)/k_j over the current active set, so the
@@ -57,30 +57,41 @@ pub fn solve_lambda_sorted_desc(sorted: &[f64], beta: f64) -> f64 {
 /// widest vector unit the CPU has (chosen at run time); every variant adds
 /// the same numbers in the same order, so λ̂ does not depend on the CPU.
 pub fn solve_lambda_newton(r: &[f64], beta: f64) -> f64 {
+    solve_lambda_newton_from(r, beta, None)
+}
+
+/// [`solve_lambda_newton`] started from a guess (a previous replicate's λ̂
+/// for the same n and β): one Newton step from any point with a non-empty
+/// active set lands at or left of the root — from the right because the
+/// tangent of a convex decreasing function lies below it — and the
+/// iteration continues from there as from λ₀, so a close guess saves the
+/// passes that climb from the mean. The result is the closed form over the
+/// root's active set either way.
+pub fn solve_lambda_newton_from(r: &[f64], beta: f64, guess: Option<f64>) -> f64 {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: AVX-512F was detected.
-            return unsafe { newton_avx512(r, beta) };
+            return unsafe { newton_avx512(r, beta, guess) };
         }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: AVX2 was detected.
-            return unsafe { newton_avx2(r, beta) };
+            return unsafe { newton_avx2(r, beta, guess) };
         }
     }
-    newton(r, beta)
+    newton(r, beta, guess)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-fn newton_avx512(r: &[f64], beta: f64) -> f64 {
-    newton(r, beta)
+fn newton_avx512(r: &[f64], beta: f64, guess: Option<f64>) -> f64 {
+    newton(r, beta, guess)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn newton_avx2(r: &[f64], beta: f64) -> f64 {
-    newton(r, beta)
+fn newton_avx2(r: &[f64], beta: f64, guess: Option<f64>) -> f64 {
+    newton(r, beta, guess)
 }
 
 /// Lanes of [`lane_sum`].
@@ -114,11 +125,19 @@ pub fn lane_sum(r: &[f64], above: f64) -> (f64, usize) {
 }
 
 #[inline(always)]
-fn newton(r: &[f64], beta: f64) -> f64 {
+fn newton(r: &[f64], beta: f64, guess: Option<f64>) -> f64 {
     let n = r.len();
     assert!(n > 0, "solve_lambda needs at least one reward");
     let target = n as f64 * beta;
-    let mut lambda = lane_sum(r, f64::NEG_INFINITY).0 / n as f64 - beta;
+    let from_guess = guess.filter(|g| g.is_finite()).and_then(|g| {
+        let (sum, count) = lane_sum(r, g);
+        (count > 0).then(|| (sum - target) / count as f64)
+    });
+    // Without a guess, the closed form over every item (k = n): the same
+    // expression as every later iterate, so a guess that starts at the root
+    // returns the same bits.
+    let mut lambda =
+        from_guess.unwrap_or_else(|| (lane_sum(r, f64::NEG_INFINITY).0 - target) / n as f64);
     // Each pass strictly grows the active set's threshold; n + 2 passes
     // bound the number of distinct active sets (a guard, never reached).
     for _ in 0..n + 2 {
@@ -202,6 +221,38 @@ mod tests {
         }
     }
 
+    /// A guess anywhere — left or right of the root, beyond the maximum,
+    /// far away, NaN — gives the root's closed form bit for bit.
+    #[test]
+    fn any_guess_gives_the_same_root() {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(13);
+        for n in [1usize, 2, 5, 64, 1000, 4096] {
+            for beta in [1e-6, 0.05, 0.5, 30.0] {
+                let cont: Vec<f64> = (0..n).map(|_| rng.random::<f64>()).collect();
+                let grid: Vec<f64> = (0..n)
+                    .map(|_| f64::from(rng.random_range(0..5u32)) * 0.25)
+                    .collect();
+                for r in [cont, grid] {
+                    let want = solve_lambda_newton(&r, beta);
+                    for guess in [
+                        want,
+                        want - 1e-9,
+                        want + 1e-9,
+                        want - 0.3,
+                        want + 0.2,
+                        -1e9,
+                        1e9,
+                        2.0,
+                        f64::NAN,
+                    ] {
+                        let got = solve_lambda_newton_from(&r, beta, Some(guess));
+                        assert_eq!(got.to_bits(), want.to_bits(), "n={n} β={beta} guess {guess}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn newton_matches_the_sorted_closed_form() {
         let mut rng = rand_pcg::Pcg64::seed_from_u64(11);
@@ -241,16 +292,16 @@ mod tests {
             let want =
                 ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
             assert_eq!(lane_sum(&r, 0.25).0.to_bits(), want.to_bits());
-            let base = newton(&r, 0.05);
+            let base = newton(&r, 0.05, None);
             #[cfg(target_arch = "x86_64")]
             {
                 if std::arch::is_x86_feature_detected!("avx2") {
                     // SAFETY: detected.
-                    assert_eq!(unsafe { newton_avx2(&r, 0.05) }.to_bits(), base.to_bits());
+                    assert_eq!(unsafe { newton_avx2(&r, 0.05, None) }.to_bits(), base.to_bits());
                 }
                 if std::arch::is_x86_feature_detected!("avx512f") {
                     // SAFETY: detected.
-                    assert_eq!(unsafe { newton_avx512(&r, 0.05) }.to_bits(), base.to_bits());
+                    assert_eq!(unsafe { newton_avx512(&r, 0.05, None) }.to_bits(), base.to_bits());
                 }
             }
             assert_eq!(solve_lambda_newton(&r, 0.05).to_bits(), base.to_bits());

@@ -2,7 +2,8 @@
 //!
 //! Per replicate: batch A is drawn once and gathered into a contiguous array
 //! of rewards (BoN, PrivBoN and Phase 1 read it); λ̂ is solved once per
-//! distinct β ([`solve_lambda_newton`]); batch B is drawn lazily and shared by
+//! distinct β ([`solve_lambda_newton_from`], started from the previous
+//! replicate's λ̂); batch B is drawn lazily and shared by
 //! every ITP/PrivITP setting. The replicate's generator state (one SHA-256 of
 //! the stream key) is computed once and every use's stream derived from it.
 
@@ -16,7 +17,7 @@ use super::prep::PoolPrep;
 use super::{Algorithm, Batches, Estimator, Metrics, Plan, PrivItpParams};
 use crate::privacy::accountant::{Phase2Terms, privbon_gumbel_eps};
 use crate::select::itp::{ItpAcceptance, PrivItpAcceptance};
-use crate::select::lambda::solve_lambda_newton;
+use crate::select::lambda::solve_lambda_newton_from;
 use crate::select::pool::{Pool, Values};
 use crate::select::privbon::{privbon_gauss_sampled, softmax_weights_of};
 use crate::select::reference_scripts::{Conventions, Fallback};
@@ -33,6 +34,8 @@ pub(crate) struct Scratch {
     weights: Vec<f64>,
     batch_b: Vec<usize>,
     lambdas: Vec<Option<f64>>,
+    /// Per β: the previous replicate's λ̂ (same n), Newton's starting guess.
+    lambda_guess: Vec<Option<f64>>,
     lanes: LaneScratch,
     memo: Vec<(u32, f64)>,
     memo_stamp: u32,
@@ -54,6 +57,8 @@ pub(crate) fn run_n(
         "without replacement needs n ≤ pool size"
     );
     let mut sums = vec![Metrics::default(); cfg.algorithms.len()];
+    s.lambda_guess.clear();
+    s.lambda_guess.resize(plan.betas.len(), None);
     for rep in 0..cfg.replicates {
         let state = key.state(rep);
         let mut da = Drawer::new(key.rng_from(state, StreamUse::BatchA), size, cfg.sampling);
@@ -79,8 +84,15 @@ pub(crate) fn run_n(
         for (k, alg) in cfg.algorithms.iter().enumerate() {
             let coins = || key.rng_from(state, StreamUse::Mechanism(plan.streams[k]));
             let lambda = plan.beta_slot[k].map(|slot| {
-                *s.lambdas[slot]
-                    .get_or_insert_with(|| solve_lambda_newton(&s.rewards_a, plan.betas[slot]))
+                *s.lambdas[slot].get_or_insert_with(|| {
+                    let l = solve_lambda_newton_from(
+                        &s.rewards_a,
+                        plan.betas[slot],
+                        s.lambda_guess[slot],
+                    );
+                    s.lambda_guess[slot] = Some(l);
+                    l
+                })
             });
             // The reference scripts' conventions (`sweep::conventions`), when configured.
             let conv = if cfg.conventions == Conventions::default() {
