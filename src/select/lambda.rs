@@ -246,7 +246,11 @@ mod tests {
                         f64::NAN,
                     ] {
                         let got = solve_lambda_newton_from(&r, beta, Some(guess));
-                        assert_eq!(got.to_bits(), want.to_bits(), "n={n} β={beta} guess {guess}");
+                        assert_eq!(
+                            got.to_bits(),
+                            want.to_bits(),
+                            "n={n} β={beta} guess {guess}"
+                        );
                     }
                 }
             }
@@ -297,11 +301,17 @@ mod tests {
             {
                 if std::arch::is_x86_feature_detected!("avx2") {
                     // SAFETY: detected.
-                    assert_eq!(unsafe { newton_avx2(&r, 0.05, None) }.to_bits(), base.to_bits());
+                    assert_eq!(
+                        unsafe { newton_avx2(&r, 0.05, None) }.to_bits(),
+                        base.to_bits()
+                    );
                 }
                 if std::arch::is_x86_feature_detected!("avx512f") {
                     // SAFETY: detected.
-                    assert_eq!(unsafe { newton_avx512(&r, 0.05, None) }.to_bits(), base.to_bits());
+                    assert_eq!(
+                        unsafe { newton_avx512(&r, 0.05, None) }.to_bits(),
+                        base.to_bits()
+                    );
                 }
             }
             assert_eq!(solve_lambda_newton(&r, 0.05).to_bits(), base.to_bits());

@@ -76,9 +76,10 @@ impl LazyBatch {
     /// Draw positions up to `end` (exclusive) if not yet drawn.
     #[inline]
     pub(crate) fn ensure(&mut self, end: usize) {
-        while self.items.len() < end {
-            let i = self.drawer.next(self.pool);
-            self.items.push(i);
+        let len = self.items.len();
+        if len < end {
+            let (drawer, pool) = (&mut self.drawer, self.pool);
+            self.items.extend((len..end).map(|_| drawer.next(pool)));
         }
     }
 

@@ -436,7 +436,7 @@ fn walk_blocks<V: Lanes>(
 }
 
 /// One lane group's walk over one block: G by a fused-multiply-add Horner
-/// scheme, a = clamp(inv·(G − G_B), 0, 1), p̃ = s̃·a, generated̃ += s̃,
+/// scheme, a = min(inv·(G − G_B), 1), p̃ = s̃·a, generated̃ += s̃,
 /// s̃ −= p̃ (then, with `CUT`, a lane whose s̃ fell below its cut-off records
 /// s̃ and t and is zeroed), and the step's p̃ folded into `q4[j]` (lanes l
 /// and l + 4 into partial sum l; `FIRST`: the partial sums start here).
@@ -468,7 +468,10 @@ unsafe fn group_block<V: Lanes, const CUT: bool, const FIRST: bool>(
             gv = gv.mul_add(d, V::load(&c[2]));
             gv = gv.mul_add(d, V::load(&c[1]));
             gv = gv.mul_add(d, V::load(&c[0]));
-            let a = inv.mul(gv.sub(V::splat(blk.gb[j]))).clamp01();
+            // a ≥ 0 needs no clamp: G is increasing and the two arguments
+            // differ by βM/σ_Z ≥ NARROW, a gap the tables' errors cannot
+            // close (`tests::fast_lane_acceptance_is_never_negative`).
+            let a = inv.mul(gv.sub(V::splat(blk.gb[j]))).at_most_one();
             let pk = s.mul(a);
             generated = generated.add(s);
             let next = s.sub(pk);
@@ -500,8 +503,8 @@ trait Lanes: Copy {
     unsafe fn mul(self, o: Self) -> Self;
     /// self·m + a with one rounding.
     unsafe fn mul_add(self, m: Self, a: Self) -> Self;
-    /// max(x, 0) then min(·, 1) (for non-NaN x, f64::max then f64::min).
-    unsafe fn clamp01(self) -> Self;
+    /// min(x, 1) (for non-NaN x, f64::min).
+    unsafe fn at_most_one(self) -> Self;
     /// The survival after a step with the cut-off: a lane alive before
     /// (`before` > 0) whose `after` is below `thr` records `after` in
     /// `cut_s` and `t` in `cut_t` and becomes 0; other lanes keep `after`.
@@ -553,9 +556,8 @@ impl Lanes for Scalar {
         Scalar(std::array::from_fn(|l| self.0[l].mul_add(m.0[l], a.0[l])))
     }
     #[inline(always)]
-    #[allow(clippy::manual_clamp)]
-    unsafe fn clamp01(self) -> Self {
-        Scalar(std::array::from_fn(|l| self.0[l].max(0.0).min(1.0)))
+    unsafe fn at_most_one(self) -> Self {
+        Scalar(std::array::from_fn(|l| self.0[l].min(1.0)))
     }
     #[inline(always)]
     unsafe fn cut(
@@ -645,12 +647,10 @@ impl Lanes for Avx2 {
         )
     }
     #[inline(always)]
-    unsafe fn clamp01(self) -> Self {
-        let (z, one) = (_mm256_setzero_pd(), _mm256_set1_pd(1.0));
-        Avx2(
-            _mm256_min_pd(_mm256_max_pd(self.0, z), one),
-            _mm256_min_pd(_mm256_max_pd(self.1, z), one),
-        )
+    unsafe fn at_most_one(self) -> Self {
+        // min_pd(x, 1) returns 1 only where x < 1 fails, as f64::min does for non-NaN x.
+        let one = _mm256_set1_pd(1.0);
+        Avx2(_mm256_min_pd(self.0, one), _mm256_min_pd(self.1, one))
     }
     #[inline(always)]
     unsafe fn cut(
@@ -738,11 +738,8 @@ impl Lanes for Avx512 {
         Avx512(_mm512_fmadd_pd(self.0, m.0, a.0))
     }
     #[inline(always)]
-    unsafe fn clamp01(self) -> Self {
-        Avx512(_mm512_min_pd(
-            _mm512_max_pd(self.0, _mm512_setzero_pd()),
-            _mm512_set1_pd(1.0),
-        ))
+    unsafe fn at_most_one(self) -> Self {
+        Avx512(_mm512_min_pd(self.0, _mm512_set1_pd(1.0)))
     }
     #[inline(always)]
     unsafe fn cut(
@@ -842,6 +839,48 @@ impl EpsConsts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::math::quadrature::gauss_hermite_normal;
+    use crate::select::gtable::GTable;
+
+    /// The walk's unclamped-below acceptance inv·(G(u − ρx_k) − G_B) is
+    /// never negative on a fast lane (βM/σ_Z ≥ NARROW): over σ_X/σ_Z ratios,
+    /// λ̂ and rewards putting both G arguments anywhere from beyond the
+    /// tables' left end (exact zeros) through the far tail to the linear
+    /// regime. A lane whose gap were below the tables' error would fail.
+    #[test]
+    fn fast_lane_acceptance_is_never_negative() {
+        let plain = GTable::new();
+        let nodes = gauss_hermite_normal(16);
+        let (r_max, l) = (1.0, 4.0);
+        for &sz in &[0.01, 0.125, 1.0] {
+            for &rho in &[0.1, 1.0, 3.0] {
+                let sx = rho * sz;
+                let shifts: Vec<f64> = nodes.iter().map(|&(x, _)| rho * x).collect();
+                let table = ShiftedGTable::new(&shifts);
+                let mut lambda = -1.5;
+                while lambda < 2.5 {
+                    let mut r = -2.0;
+                    while r < 3.0 {
+                        let u = (r - lambda) / sz;
+                        let gb = plain.g((r - r_max - sz * l) / sz);
+                        for (k, &(x, _)) in nodes.iter().enumerate() {
+                            let beta_m = r_max + sz * l - (lambda + sx * x);
+                            if beta_m / sz < NARROW {
+                                continue;
+                            }
+                            let a = (sz / beta_m) * (table.g(u, k) - gb);
+                            assert!(
+                                a >= 0.0,
+                                "σ_Z {sz} ρ {rho} λ̂ {lambda} r {r} node {k}: a = {a:e}"
+                            );
+                        }
+                        r += 0.000_937 * (1.0 + 40.0 * sz);
+                    }
+                    lambda += 0.0731;
+                }
+            }
+        }
+    }
 
     /// The direct κ, ρ agree with the log-space accountant to 1e-12 relative
     /// (absolute near 0) over λ̃, σ_Z, Δ_r and R_max.

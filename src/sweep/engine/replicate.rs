@@ -62,15 +62,14 @@ pub(crate) fn run_n(
     for rep in 0..cfg.replicates {
         let state = key.state(rep);
         let mut da = Drawer::new(key.rng_from(state, StreamUse::BatchA), size, cfg.sampling);
-        s.batch_a.clear();
-        s.rewards_a.clear();
+        s.batch_a.resize(n, 0);
+        s.rewards_a.resize(n, 0.0);
         // BoN's maximum is tracked while drawing: the draws' latency hides it.
         let mut top = TopTracker::new();
-        for t in 0..n {
+        for (t, (bi, ri)) in s.batch_a.iter_mut().zip(s.rewards_a.iter_mut()).enumerate() {
             let i = da.next(size);
             let r = prep.proxy[i];
-            s.batch_a.push(i);
-            s.rewards_a.push(r);
+            (*bi, *ri) = (i, r);
             top.push(r, t);
         }
         let mut batch_b = LazyBatch {
