@@ -48,10 +48,9 @@
 //! [`rejection_conditional`]: crate::select::rejection::rejection_conditional
 
 use super::draw::Candidates;
+use super::eps_table::EpsTable;
 use super::prep::WalkItem;
 use super::{Metrics, Plan, PrivItpParams};
-use crate::math::normal;
-use crate::privacy::accountant::Phase2Terms;
 use crate::select::gtable::{GROUP, GroupCoeffs, ShiftedGTable};
 use crate::select::itp::PrivItpAcceptance;
 use crate::select::pool::{Pool, Values};
@@ -113,6 +112,7 @@ pub(crate) fn privitp_lockstep(
     p: &PrivItpParams,
     lambda: f64,
     eps1: f64,
+    eps_terms: &EpsTable,
     n: usize,
     cand: &mut Candidates,
     ls: &mut LaneScratch,
@@ -171,7 +171,6 @@ pub(crate) fn privitp_lockstep(
     }
     // Per node: fallback mass, halting time, generations and E[ε_2^post].
     let fresh = p.batches == super::Batches::Fresh;
-    let consts = EpsConsts::new(p, pr.r_max, pr.delta_r);
     let (mut fallback, mut halting, mut gens, mut eps) = (0.0, 0.0, 0.0, 0.0);
     for (k, &(x, w)) in nodes.iter().enumerate() {
         // Weighted fallback mass, accepted mass, rejections and generations.
@@ -196,7 +195,7 @@ pub(crate) fn privitp_lockstep(
             }
         };
         let lt = lambda + p.sigma_x * x;
-        let (kappa, accept) = consts.terms(lt, p);
+        let (kappa, accept) = eps_terms.terms(lt);
         fallback += f;
         halting += rj + a + f * (n + 1) as f64;
         gens += w * n as f64 + if fresh { gn } else { 0.0 };
@@ -777,65 +776,6 @@ impl Lanes for Avx512 {
     }
 }
 
-/// Phase-2 privacy terms κ(λ̃), ρ(λ̃) of [`Phase2Terms`] by direct differences
-/// of G. Both are log-ratios of E_u[Φ] over intervals with one fixed end:
-///
-/// ```text
-///   κ = ln[G(Δ/σ + L) − G((λ̃ − R_max + Δ)/σ)] − ln[G(L) − G((λ̃ − R_max)/σ)]
-///   ρ = ln[G((Δ − λ̃)/σ) − G((Δ − R_max)/σ − L)] − ln[G(−λ̃/σ) − G(−R_max/σ − L)]
-/// ```
-///
-/// (σ = σ_Z; the 1/(βM/σ) of each mean cancels within a ratio), so four of
-/// the eight G values are constants of the setting. Used where every
-/// variable argument is ≥ [`DIRECT_MIN_ARG`] and βM/σ ≥ [`NARROW`], so that
-/// each difference is a well-conditioned difference of relative-accurate
-/// values; otherwise the log-space [`Phase2Terms::new`].
-struct EpsConsts {
-    g_kappa_hi: f64,
-    g_l: f64,
-    g_rho_lo1: f64,
-    g_rho_lo2: f64,
-    r_max: f64,
-    delta_r: f64,
-}
-
-/// Smallest G argument evaluated directly in [`EpsConsts::terms`].
-const DIRECT_MIN_ARG: f64 = -30.0;
-
-impl EpsConsts {
-    fn new(p: &PrivItpParams, r_max: f64, delta_r: f64) -> Self {
-        let s = p.sigma_z;
-        Self {
-            g_kappa_hi: normal::g(delta_r / s + p.l),
-            g_l: normal::g(p.l),
-            g_rho_lo1: normal::g((delta_r - r_max) / s - p.l),
-            g_rho_lo2: normal::g(-r_max / s - p.l),
-            r_max,
-            delta_r,
-        }
-    }
-
-    fn terms(&self, lt: f64, p: &PrivItpParams) -> (f64, f64) {
-        let s = p.sigma_z;
-        let beta_m = self.r_max + s * p.l - lt;
-        let args = [
-            (lt - self.r_max + self.delta_r) / s,
-            (lt - self.r_max) / s,
-            (self.delta_r - lt) / s,
-            -lt / s,
-        ];
-        let lo_args = [(self.delta_r - self.r_max) / s - p.l, -self.r_max / s - p.l];
-        if beta_m / s < NARROW || args.iter().chain(&lo_args).any(|&a| a < DIRECT_MIN_ARG) {
-            let t = Phase2Terms::new(lt, s, self.r_max, self.delta_r, p.l);
-            return (t.kappa, t.accept);
-        }
-        let kappa = ((self.g_kappa_hi - normal::g(args[0])) / (self.g_l - normal::g(args[1]))).ln();
-        let accept =
-            ((normal::g(args[2]) - self.g_rho_lo1) / (normal::g(args[3]) - self.g_rho_lo2)).ln();
-        (kappa, accept)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -877,39 +817,6 @@ mod tests {
                         r += 0.000_937 * (1.0 + 40.0 * sz);
                     }
                     lambda += 0.0731;
-                }
-            }
-        }
-    }
-
-    /// The direct κ, ρ agree with the log-space accountant to 1e-12 relative
-    /// (absolute near 0) over λ̃, σ_Z, Δ_r and R_max.
-    #[test]
-    fn direct_eps_terms_match_the_accountant() {
-        for &sz in &[0.01, 0.05, 0.125, 0.5, 2.0] {
-            for &dr in &[0.1, 1.0, 3.0] {
-                for &rm in &[0.5, 1.0, 4.0] {
-                    let p = PrivItpParams {
-                        sigma_x: sz,
-                        sigma_z: sz,
-                        beta: 0.05,
-                        l: 4.0,
-                        clamp: None,
-                        batches: super::super::Batches::Fresh,
-                    };
-                    let c = EpsConsts::new(&p, rm, dr);
-                    let mut lt = -2.0;
-                    while lt < rm + sz * 4.0 + 0.5 {
-                        let (k, a) = c.terms(lt, &p);
-                        let t = Phase2Terms::new(lt, sz, rm, dr, 4.0);
-                        for (got, want) in [(k, t.kappa), (a, t.accept)] {
-                            assert!(
-                                (got - want).abs() <= 1e-12 * want.abs().max(1.0),
-                                "σ_Z={sz} Δ={dr} R={rm} λ̃={lt}: {got} vs {want}"
-                            );
-                        }
-                        lt += 0.0173;
-                    }
                 }
             }
         }

@@ -19,6 +19,7 @@
 //! and dropped before the next.
 
 mod draw;
+mod eps_table;
 pub mod lockstep;
 pub mod prep;
 mod replicate;
@@ -47,6 +48,8 @@ pub struct PrivItpPlan {
     /// The node-shifted table (shifts ρ·x_k, ρ = σ_X/σ_Z), when the fast
     /// lockstep walk applies (quadrature, no clamp).
     pub table: Option<ShiftedGTable>,
+    /// κ and ρ of E[ε_2^post] by λ̃ (with the table).
+    pub(crate) eps_terms: Option<eps_table::EpsTable>,
     /// Phase-1 ε of this setting.
     pub eps1: f64,
 }
@@ -110,14 +113,26 @@ impl Plan {
             .algorithms
             .iter()
             .map(|a| match a {
-                Algorithm::PrivItp(p) => Some(PrivItpPlan {
-                    table: (!nodes.is_empty() && p.clamp.is_none()).then(|| {
-                        let rho = p.sigma_x / p.sigma_z;
-                        let shifts: Vec<f64> = nodes.iter().map(|&(x, _)| rho * x).collect();
-                        ShiftedGTable::new(&shifts)
-                    }),
-                    eps1: cfg.privacy.phase1_eps(p.sigma_x),
-                }),
+                Algorithm::PrivItp(p) => {
+                    let walk = !nodes.is_empty() && p.clamp.is_none();
+                    let x_max = nodes.iter().fold(0.0f64, |m, &(x, _)| m.max(x.abs()));
+                    Some(PrivItpPlan {
+                        table: walk.then(|| {
+                            let rho = p.sigma_x / p.sigma_z;
+                            let shifts: Vec<f64> = nodes.iter().map(|&(x, _)| rho * x).collect();
+                            ShiftedGTable::new(&shifts)
+                        }),
+                        eps_terms: walk.then(|| {
+                            eps_table::EpsTable::new(
+                                p,
+                                cfg.privacy.r_max,
+                                cfg.privacy.delta_r,
+                                x_max,
+                            )
+                        }),
+                        eps1: cfg.privacy.phase1_eps(p.sigma_x),
+                    })
+                }
                 _ => None,
             })
             .collect();

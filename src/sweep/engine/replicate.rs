@@ -157,8 +157,8 @@ pub(crate) fn run_n(
                     let lam = lambda.unwrap_or_default();
                     let pp = plan.privitp[k].as_ref().expect("PrivITP plan");
                     let dataset_base = cfg.conventions.privitp.fallback == Fallback::DatasetBase;
-                    match (&pp.table, prep.privitp_items[k].as_ref()) {
-                        (Some(table), Some(items)) if !dataset_base => {
+                    match (&pp.table, &pp.eps_terms, prep.privitp_items[k].as_ref()) {
+                        (Some(table), Some(eps), Some(items)) if !dataset_base => {
                             let mut cand = candidates(p.batches, &mut batch_b, &s.batch_a);
                             privitp_lockstep(
                                 plan,
@@ -168,6 +168,7 @@ pub(crate) fn run_n(
                                 &p,
                                 lam,
                                 pp.eps1,
+                                eps,
                                 n,
                                 &mut cand,
                                 &mut s.lanes,
