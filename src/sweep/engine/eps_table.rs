@@ -24,6 +24,12 @@ use crate::privacy::accountant::Phase2Terms;
 const POINTS: usize = 16;
 /// Cells per σ_Z.
 const CELLS_PER_SIGMA: f64 = 8.0;
+/// At most this many cells (a setting whose domain needs more — σ_Z tiny
+/// against R_max — is evaluated directly); an unbuilt cell costs 16 bytes.
+const MAX_CELLS: f64 = 65_536.0;
+
+/// One cell's Chebyshev coefficients of κ, then of ρ.
+type Coefficients = [[f64; POINTS]; 2];
 
 /// κ and ρ of one PrivITP setting, tabulated (module docs).
 #[derive(Clone, Debug)]
@@ -33,7 +39,7 @@ pub(crate) struct EpsTable {
     lo: f64,
     width: f64,
     /// Per cell: the Chebyshev coefficients of κ, then of ρ.
-    cells: Vec<OnceLock<[[f64; POINTS]; 2]>>,
+    cells: Vec<OnceLock<Box<Coefficients>>>,
 }
 
 impl EpsTable {
@@ -42,8 +48,9 @@ impl EpsTable {
         let lo = -p.beta - p.sigma_x * x_max;
         let hi = (r_max + p.sigma_x * x_max).min(r_max + p.sigma_z * (p.l - 2.0 * NARROW));
         let width = p.sigma_z / CELLS_PER_SIGMA;
-        let count = if hi > lo {
-            ((hi - lo) / width).floor() as usize
+        let span = (hi - lo) / width;
+        let count = if span >= 0.0 && span <= MAX_CELLS {
+            span.floor() as usize
         } else {
             0
         };
@@ -64,13 +71,13 @@ impl EpsTable {
             return self.consts.terms(lt, &self.params);
         }
         let cell = pos as usize;
-        let c = self.cells[cell].get_or_init(|| self.build(cell));
+        let c = self.cells[cell].get_or_init(|| Box::new(self.build(cell)));
         // Local coordinate in [−1, 1].
         let t = 2.0 * (pos - cell as f64) - 1.0;
         (clenshaw(&c[0], t), clenshaw(&c[1], t))
     }
 
-    fn build(&self, cell: usize) -> [[f64; POINTS]; 2] {
+    fn build(&self, cell: usize) -> Coefficients {
         let (a, b) = (
             self.lo + cell as f64 * self.width,
             self.lo + (cell + 1) as f64 * self.width,
