@@ -418,19 +418,14 @@ pub fn compute_blocks(
         .collect()
 }
 
-/// Write one block's chunks (n-major, one row group per n), atomically.
+/// Write one block's chunks (n-major, one row group), atomically.
 pub fn write_block(path: &Path, chunks: &[Chunk]) -> Result<()> {
-    // One frame in one memory chunk, so one row group: the parquet writer's
-    // per-column work (its cardinality estimate) runs once per block rather
-    // than once per n.
+    // One row group: the writer's per-column work (a cardinality estimate) once, not per n.
     let mut frames = chunks.iter().map(Chunk::to_frame);
     let mut df = frames.next().context("a block has at least one n")??;
-    for f in frames {
-        df.vstack_mut(&f?)?;
-    }
+    frames.try_for_each(|f| df.vstack_mut(&f?).map(drop).map_err(anyhow::Error::from))?;
     df.rechunk_mut();
-    let schema = df.schema().as_ref().clone();
-    write_frames_scratch(path, &schema, std::iter::once(Ok(df)))
+    write_frames_scratch(path, &df.schema().as_ref().clone(), std::iter::once(Ok(df)))
 }
 
 /// Read back block `b`'s file, checking every key against the config and
