@@ -49,7 +49,7 @@ impl EpsTable {
         let hi = (r_max + p.sigma_x * x_max).min(r_max + p.sigma_z * (p.l - 2.0 * NARROW));
         let width = p.sigma_z / CELLS_PER_SIGMA;
         let span = (hi - lo) / width;
-        let count = if span >= 0.0 && span <= MAX_CELLS {
+        let count = if (0.0..=MAX_CELLS).contains(&span) {
             span.floor() as usize
         } else {
             0
