@@ -211,13 +211,15 @@ pub(crate) fn privitp_lockstep(
 }
 
 /// Which instruction set the walk runs with: chosen once per process from
-/// the CPU (AVX-512F, else AVX2, else the portable code), or capped with
-/// `PRIVALIGN_SIMD=baseline|avx2|avx512`; a plan carries its level
-/// ([`Plan::simd`]) so tests run every variant the CPU has and compare bits.
-/// The variants compile the same arithmetic: the same operations per lane in
-/// the same order, no fused multiply-add (no variant enables FMA and Rust
-/// never contracts), and the cross-lane sum in one fixed order — so results
-/// do not depend on which node of a cluster computed them.
+/// the CPU (AVX-512F+DQ with FMA, else AVX2 with FMA, else the portable
+/// code), or capped with `PRIVALIGN_SIMD=baseline|avx2|avx512`; a plan
+/// carries its level ([`Plan::simd`]) so tests run every variant the CPU has
+/// and compare bits. The variants compile the same arithmetic: the same
+/// operations per lane in the same order, a multiply-add fused exactly where
+/// the source asks for it in every variant (the instructions and
+/// `f64::mul_add` both round once; Rust never contracts on its own), and the
+/// cross-lane sum in one fixed order — so results do not depend on which
+/// node of a cluster computed them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum SimdLevel {
     Baseline,
