@@ -86,10 +86,7 @@ impl LazyBatch {
     /// Pool index of batch position `t` (0-based).
     #[inline]
     pub(crate) fn get(&mut self, t: usize) -> usize {
-        while self.items.len() <= t {
-            let i = self.drawer.next(self.pool);
-            self.items.push(i);
-        }
+        self.ensure(t + 1);
         self.items[t]
     }
 }

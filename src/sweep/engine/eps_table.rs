@@ -35,7 +35,6 @@ type Coefficients = [[f64; POINTS]; 2];
 #[derive(Clone, Debug)]
 pub(crate) struct EpsTable {
     consts: EpsConsts,
-    params: PrivItpParams,
     lo: f64,
     width: f64,
     /// Per cell: the Chebyshev coefficients of κ, then of ρ.
@@ -56,7 +55,6 @@ impl EpsTable {
         };
         Self {
             consts: EpsConsts::new(p, r_max, delta_r),
-            params: *p,
             lo,
             width,
             cells: (0..count).map(|_| OnceLock::new()).collect(),
@@ -68,7 +66,7 @@ impl EpsTable {
     pub(crate) fn terms(&self, lt: f64) -> (f64, f64) {
         let pos = (lt - self.lo) / self.width;
         if !(pos >= 0.0 && pos < self.cells.len() as f64) {
-            return self.consts.terms(lt, &self.params);
+            return self.consts.terms(lt);
         }
         let cell = pos as usize;
         let c = self.cells[cell].get_or_init(|| Box::new(self.build(cell)));
@@ -85,7 +83,7 @@ impl EpsTable {
         let (mid, half) = (0.5 * (a + b), 0.5 * (b - a));
         let theta = |j: usize| std::f64::consts::PI * (j as f64 + 0.5) / POINTS as f64;
         let values: Vec<(f64, f64)> = (0..POINTS)
-            .map(|j| self.consts.terms(mid + half * theta(j).cos(), &self.params))
+            .map(|j| self.consts.terms(mid + half * theta(j).cos()))
             .collect();
         let mut out = [[0.0; POINTS]; 2];
         for (f, coef) in out.iter_mut().enumerate() {
@@ -138,6 +136,8 @@ pub(crate) struct EpsConsts {
     g_rho_lo2: f64,
     r_max: f64,
     delta_r: f64,
+    sigma_z: f64,
+    l: f64,
 }
 
 /// Smallest G argument evaluated directly in [`EpsConsts::terms`].
@@ -153,21 +153,23 @@ impl EpsConsts {
             g_rho_lo2: normal::g(-r_max / s - p.l),
             r_max,
             delta_r,
+            sigma_z: s,
+            l: p.l,
         }
     }
 
-    pub(crate) fn terms(&self, lt: f64, p: &PrivItpParams) -> (f64, f64) {
-        let s = p.sigma_z;
-        let beta_m = self.r_max + s * p.l - lt;
+    pub(crate) fn terms(&self, lt: f64) -> (f64, f64) {
+        let (s, l) = (self.sigma_z, self.l);
+        let beta_m = self.r_max + s * l - lt;
         let args = [
             (lt - self.r_max + self.delta_r) / s,
             (lt - self.r_max) / s,
             (self.delta_r - lt) / s,
             -lt / s,
         ];
-        let lo_args = [(self.delta_r - self.r_max) / s - p.l, -self.r_max / s - p.l];
+        let lo_args = [(self.delta_r - self.r_max) / s - l, -self.r_max / s - l];
         if beta_m / s < NARROW || args.iter().chain(&lo_args).any(|&a| a < DIRECT_MIN_ARG) {
-            let t = Phase2Terms::new(lt, s, self.r_max, self.delta_r, p.l);
+            let t = Phase2Terms::new(lt, s, self.r_max, self.delta_r, l);
             return (t.kappa, t.accept);
         }
         let kappa = ((self.g_kappa_hi - normal::g(args[0])) / (self.g_l - normal::g(args[1]))).ln();
@@ -211,7 +213,7 @@ mod tests {
                     for i in 0..=steps {
                         let lt = lo + (hi - lo) * (i as f64 + 0.37) / (steps as f64 + 1.0);
                         let (k, a) = table.terms(lt);
-                        let (k0, a0) = c.terms(lt, &p);
+                        let (k0, a0) = c.terms(lt);
                         for (got, want) in [(k, k0), (a, a0)] {
                             let err = (got - want).abs() / want.abs().max(1.0);
                             worst = worst.max(err);
@@ -242,7 +244,7 @@ mod tests {
             for i in 0..50 {
                 let t = -1.0 + 2.0 * (i as f64 + 0.5) / 50.0;
                 let lt = table.lo + (cell as f64 + 0.5 * (t + 1.0)) * table.width;
-                let (k0, _) = c.terms(lt, &p);
+                let (k0, _) = c.terms(lt);
                 worst = worst.max((clenshaw(&coef[0], t) - k0).abs() / k0.abs().max(1.0));
             }
         }
@@ -270,7 +272,7 @@ mod tests {
                     let c = EpsConsts::new(&p, rm, dr);
                     let mut lt = -2.0;
                     while lt < rm + sz * 4.0 + 0.5 {
-                        let (k, a) = c.terms(lt, &p);
+                        let (k, a) = c.terms(lt);
                         let t = Phase2Terms::new(lt, sz, rm, dr, 4.0);
                         for (got, want) in [(k, t.kappa), (a, t.accept)] {
                             assert!(
