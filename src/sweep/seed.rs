@@ -59,12 +59,18 @@ impl StreamKey<'_> {
 
     /// The generator for a replicate's `state` and `use_`.
     pub fn rng_from(&self, state: u128, use_: StreamUse) -> Pcg64 {
-        let stream: u128 = match use_ {
+        Pcg64::new(state, use_.stream())
+    }
+}
+
+impl StreamUse {
+    /// The PCG64 stream number of this use (`Pcg64::new(state, stream)`).
+    pub fn stream(self) -> u128 {
+        match self {
             StreamUse::BatchA => 1,
             StreamUse::BatchB => 2,
             StreamUse::Mechanism(id) => (u128::from(id) << 8) | 3,
-        };
-        Pcg64::new(state, stream)
+        }
     }
 }
 

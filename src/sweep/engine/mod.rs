@@ -21,6 +21,7 @@
 mod draw;
 mod eps_table;
 pub mod lockstep;
+mod pcg;
 pub mod prep;
 mod replicate;
 

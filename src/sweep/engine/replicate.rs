@@ -13,6 +13,7 @@ use rand_pcg::Pcg64;
 
 use super::draw::{Candidates, Drawer, LazyBatch};
 use super::lockstep::{LaneScratch, privitp_lockstep};
+use super::pcg::Pcg64Words;
 use super::prep::PoolPrep;
 use super::{Algorithm, Batches, Estimator, Metrics, Plan, PrivItpParams};
 use crate::privacy::accountant::{Phase2Terms, privbon_gumbel_eps};
@@ -61,19 +62,27 @@ pub(crate) fn run_n(
     s.lambda_guess.resize(plan.betas.len(), None);
     for rep in 0..cfg.replicates {
         let state = key.state(rep);
-        let mut da = Drawer::new(key.rng_from(state, StreamUse::BatchA), size, cfg.sampling);
+        let mut da = Drawer::new(
+            Pcg64Words::new(state, StreamUse::BatchA.stream()),
+            size,
+            cfg.sampling,
+        );
         s.batch_a.resize(n, 0);
         s.rewards_a.resize(n, 0.0);
         // BoN's maximum is tracked while drawing: the draws' latency hides it.
         let mut top = TopTracker::new();
-        for (t, (bi, ri)) in s.batch_a.iter_mut().zip(s.rewards_a.iter_mut()).enumerate() {
-            let i = da.next(size);
+        da.fill(size, &mut s.batch_a);
+        for (t, (&i, ri)) in s.batch_a.iter().zip(s.rewards_a.iter_mut()).enumerate() {
             let r = prep.proxy[i];
-            (*bi, *ri) = (i, r);
+            *ri = r;
             top.push(r, t);
         }
         let mut batch_b = LazyBatch {
-            drawer: Drawer::new(key.rng_from(state, StreamUse::BatchB), size, cfg.sampling),
+            drawer: Drawer::new(
+                Pcg64Words::new(state, StreamUse::BatchB.stream()),
+                size,
+                cfg.sampling,
+            ),
             items: std::mem::take(&mut s.batch_b),
             pool: size,
         };
