@@ -37,6 +37,13 @@ impl StreamKey<'_> {
     /// The 128-bit generator state of `replicate` (one SHA-256; every use's
     /// stream of the replicate derives from it with [`Self::rng_from`]).
     pub fn state(&self, replicate: usize) -> u128 {
+        self.replicate_states().state(replicate)
+    }
+
+    /// The states of every replicate of this key, sharing the hash of the
+    /// key's bytes: SHA-256 of the key fills its first 64-byte block, which
+    /// is then compressed once per key instead of once per replicate.
+    pub fn replicate_states(&self) -> ReplicateStates {
         let mut h = Sha256::new();
         h.update(b"privalign/v1");
         h.update(self.seed.to_le_bytes());
@@ -45,11 +52,7 @@ impl StreamKey<'_> {
             h.update(s.as_bytes());
         }
         h.update((self.n as u64).to_le_bytes());
-        h.update((replicate as u64).to_le_bytes());
-        let d = h.finalize();
-        let mut b = [0u8; 16];
-        b.copy_from_slice(&d[..16]);
-        u128::from_le_bytes(b)
+        ReplicateStates(h)
     }
 
     /// The generator for `replicate` and `use_`.
@@ -74,10 +77,62 @@ impl StreamUse {
     }
 }
 
+/// A key's hash state before the replicate ([`StreamKey::replicate_states`]).
+#[derive(Clone)]
+pub struct ReplicateStates(Sha256);
+
+impl ReplicateStates {
+    /// The generator state of `replicate`: the first 16 bytes of the
+    /// SHA-256 of the key's bytes and the replicate's.
+    pub fn state(&self, replicate: usize) -> u128 {
+        let mut h = self.0.clone();
+        h.update((replicate as u64).to_le_bytes());
+        let d = h.finalize();
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&d[..16]);
+        u128::from_le_bytes(b)
+    }
+}
+
 /// A stable 64-bit id of a text (an algorithm's canonical description).
 pub fn stable_id(text: &str) -> u64 {
     let d = Sha256::digest(text.as_bytes());
     let mut b = [0u8; 8];
     b.copy_from_slice(&d[..8]);
     u64::from_le_bytes(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A replicate's state is SHA-256 of the whole key, hashed in one go
+    /// here (length-prefixed strings, little-endian integers), whichever
+    /// way the engine splits the hashing.
+    #[test]
+    fn replicate_state_is_the_keys_sha256() {
+        let key = StreamKey {
+            seed: 7,
+            dataset: "synthetic-math",
+            reward_model: "gemma",
+            prompt_id: "p0042",
+            n: 4096,
+        };
+        let mut bytes = b"privalign/v1".to_vec();
+        bytes.extend(7u64.to_le_bytes());
+        for s in ["synthetic-math", "gemma", "p0042"] {
+            bytes.extend((s.len() as u64).to_le_bytes());
+            bytes.extend(s.as_bytes());
+        }
+        bytes.extend(4096u64.to_le_bytes());
+        let states = key.replicate_states();
+        for rep in [0usize, 1, 49, 1 << 40] {
+            let mut b = bytes.clone();
+            b.extend((rep as u64).to_le_bytes());
+            let d = Sha256::digest(&b);
+            let want = u128::from_le_bytes(d[..16].try_into().unwrap());
+            assert_eq!(states.state(rep), want, "replicate {rep}");
+            assert_eq!(key.state(rep), want, "replicate {rep}");
+        }
+    }
 }

@@ -1,5 +1,6 @@
 //! The engine's fast paths against a straightforward implementation kept
-//! here as the oracle: the same random streams (batches, mechanism coins),
+//! here as the oracle: the same random streams (batches — PCG64 words cut in
+//! 32-bit halves, drawn from by rand's `random_range` — and mechanism coins),
 //! λ̂ by sorting batch A, each λ̃ node walked on its own with the log-space
 //! acceptance `PrivItpAcceptance::prob` and the log-space accountant
 //! `Phase2Terms::new`, softmax recomputed per batch. Every metric must agree
@@ -23,9 +24,34 @@ use rand_pcg::Pcg64;
 
 mod oracle {
     use super::*;
+    use std::collections::VecDeque;
+    use std::convert::Infallible;
+
+    /// The batch streams' words: the PCG64 stream's 64-bit outputs cut in
+    /// two 32-bit words, low half first (a queue of halves), for rand's own
+    /// `random_range`.
+    struct Halves(Pcg64, VecDeque<u32>);
+
+    impl rand::TryRng for Halves {
+        type Error = Infallible;
+        fn try_next_u32(&mut self) -> Result<u32, Infallible> {
+            if self.1.is_empty() {
+                let w = rand::Rng::next_u64(&mut self.0);
+                self.1.extend([w as u32, (w >> 32) as u32]);
+            }
+            Ok(self.1.pop_front().expect("a half"))
+        }
+        fn try_next_u64(&mut self) -> Result<u64, Infallible> {
+            let lo = u64::from(self.try_next_u32()?);
+            Ok(lo | (u64::from(self.try_next_u32()?) << 32))
+        }
+        fn try_fill_bytes(&mut self, _: &mut [u8]) -> Result<(), Infallible> {
+            unreachable!("random_range reads words")
+        }
+    }
 
     struct Drawer {
-        rng: Pcg64,
+        rng: Halves,
         without: bool,
         perm: Vec<usize>,
         drawn: usize,
@@ -35,7 +61,7 @@ mod oracle {
         fn new(rng: Pcg64, pool: usize, sampling: Sampling) -> Self {
             let without = sampling == Sampling::WithoutReplacement;
             Self {
-                rng,
+                rng: Halves(rng, VecDeque::new()),
                 without,
                 perm: (0..if without { pool } else { 0 }).collect(),
                 drawn: 0,

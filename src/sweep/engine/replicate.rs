@@ -60,8 +60,9 @@ pub(crate) fn run_n(
     let mut sums = vec![Metrics::default(); cfg.algorithms.len()];
     s.lambda_guess.clear();
     s.lambda_guess.resize(plan.betas.len(), None);
+    let states = key.replicate_states();
     for rep in 0..cfg.replicates {
-        let state = key.state(rep);
+        let state = states.state(rep);
         let mut da = Drawer::new(
             Pcg64Words::new(state, StreamUse::BatchA.stream()),
             size,
