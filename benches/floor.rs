@@ -83,7 +83,7 @@ fn main() {
 fn draw(rng: &mut Pcg64, range: usize, n: usize, mut seen: impl FnMut(usize)) {
     let (r, zone) = (range as u64, (range as u32).wrapping_neg());
     let mut spare: Option<u32> = None;
-    let mut half = |rng: &mut Pcg64, spare: &mut Option<u32>| match spare.take() {
+    let half = |rng: &mut Pcg64, spare: &mut Option<u32>| match spare.take() {
         Some(h) => h,
         None => {
             let w = rng.next_u64();
