@@ -2,6 +2,7 @@
 //! stream per (replicate, batch), read as 32-bit halves.
 
 use super::Sampling;
+use super::lockstep::SimdLevel;
 use super::pcg::Pcg64Words;
 
 /// A PCG64 stream read as 32-bit words: each 64-bit output gives two, its
@@ -53,12 +54,16 @@ pub(crate) struct Drawer {
     without: bool,
     perm: Vec<usize>,
     drawn: usize,
+    /// Draw with [`super::draw_avx512`] (the CPU has AVX-512F/DQ and the
+    /// plan's SIMD level allows it).
+    avx512: bool,
 }
 
 impl Drawer {
-    pub(crate) fn new(rng: Pcg64Words, pool: usize, sampling: Sampling) -> Self {
+    pub(crate) fn new(rng: Pcg64Words, pool: usize, sampling: Sampling, simd: SimdLevel) -> Self {
         let without = sampling == Sampling::WithoutReplacement;
         Self {
+            avx512: simd == SimdLevel::Avx512,
             rng: HalfWords::new(rng),
             without,
             perm: if without {
@@ -104,9 +109,23 @@ impl Drawer {
             k += 1;
         }
         // The common case, with the generator in registers: both halves of
-        // one word, two independent Canon multiplies.
+        // one word, two independent Canon multiplies — sixteen indices a
+        // block with AVX-512, the scalar loop taking a block the vector code
+        // leaves (a biased half) and the rest.
         let mut g = self.rng.rng;
+        let mut stop = k;
         while k + 2 <= out.len() {
+            if k >= stop {
+                #[cfg(target_arch = "x86_64")]
+                if self.avx512 {
+                    // SAFETY: `avx512` is set only when the CPU has AVX-512F/DQ.
+                    k += unsafe { super::draw_avx512::fill_blocks(&mut g, r32, &mut out[k..]) };
+                }
+                stop = (k + 16).min(out.len());
+                if k + 2 > out.len() {
+                    break;
+                }
+            }
             let w = g.next_u64();
             let (a, b) = (u64::from(w as u32) * range, (w >> 32) * range);
             if a as u32 > zone || b as u32 > zone {
@@ -292,11 +311,12 @@ mod tests {
 
     /// `fill` gives the indices `next` gives one by one, whatever the
     /// lengths asked and however often Canon's second word is needed
-    /// (ranges where the biased zone is a quarter or a half of the words),
-    /// with and without replacement.
+    /// (ranges where the biased zone is a quarter or a half of the words,
+    /// so the vector blocks are often left to the scalar loop), with and
+    /// without replacement, at every SIMD level the CPU has.
     #[test]
     fn fill_is_next_one_by_one() {
-        use super::{Drawer, Sampling};
+        use super::{Drawer, Sampling, SimdLevel};
         for (range, sampling) in [
             (10_000usize, Sampling::WithReplacement),
             (3 << 30, Sampling::WithReplacement),
@@ -305,18 +325,29 @@ mod tests {
             (1 << 40, Sampling::WithReplacement),
             (5_000, Sampling::WithoutReplacement),
         ] {
-            let mut bulk = Drawer::new(Pcg64Words::new(11, 2), range, sampling);
-            let mut single = Drawer::new(Pcg64Words::new(11, 2), range, sampling);
-            let mut len = 0;
-            for chunk in [0usize, 1, 2, 3, 32, 1, 64, 5, 0, 100, 7, 2, 1000] {
-                if sampling == Sampling::WithoutReplacement && len + chunk > range {
-                    break;
+            for simd in SimdLevel::available() {
+                for seed in 0..20u128 {
+                    let mut bulk =
+                        Drawer::new(Pcg64Words::new(11 + seed, 2), range, sampling, simd);
+                    let mut single =
+                        Drawer::new(Pcg64Words::new(11 + seed, 2), range, sampling, simd);
+                    let mut len = 0;
+                    for chunk in [
+                        0usize, 1, 2, 3, 32, 1, 64, 5, 0, 100, 7, 2, 1000, 17, 16, 15,
+                    ] {
+                        if sampling == Sampling::WithoutReplacement && len + chunk > range {
+                            break;
+                        }
+                        let mut got = vec![0; chunk];
+                        bulk.fill(range, &mut got);
+                        let want: Vec<usize> = (0..chunk).map(|_| single.next(range)).collect();
+                        assert_eq!(
+                            got, want,
+                            "{simd:?}, range {range}, seed {seed}, after {len}"
+                        );
+                        len += chunk;
+                    }
                 }
-                let mut got = vec![0; chunk];
-                bulk.fill(range, &mut got);
-                let want: Vec<usize> = (0..chunk).map(|_| single.next(range)).collect();
-                assert_eq!(got, want, "range {range}, after {len} draws");
-                len += chunk;
             }
         }
     }

@@ -210,9 +210,9 @@ pub(crate) fn privitp_lockstep(
     }
 }
 
-/// Which instruction set the walk runs with: chosen once per process from
-/// the CPU (AVX-512F+DQ with FMA, else AVX2 with FMA, else the portable
-/// code), or capped with `PRIVALIGN_SIMD=baseline|avx2|avx512`; a plan
+/// Which instruction set the walk (and the batch draws, `draw_avx512`) runs
+/// with: chosen once per process from the CPU (AVX-512F+DQ with FMA, else
+/// AVX2 with FMA, else the portable code), or capped with `PRIVALIGN_SIMD=baseline|avx2|avx512`; a plan
 /// carries its level ([`Plan::simd`]) so tests run every variant the CPU has
 /// and compare bits. The variants compile the same arithmetic: the same
 /// operations per lane in the same order, a multiply-add fused exactly where

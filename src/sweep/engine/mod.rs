@@ -19,6 +19,8 @@
 //! and dropped before the next.
 
 mod draw;
+#[cfg(target_arch = "x86_64")]
+mod draw_avx512;
 mod eps_table;
 pub mod lockstep;
 mod pcg;

@@ -8,7 +8,7 @@
 //! (`tests::words_are_rand_pcgs`).
 
 /// rand_pcg's `Lcg128Xsl64` multiplier.
-const MUL: u128 = 0x2360_ED05_1FC6_5DA4_4385_DF64_9FCC_F645;
+pub(crate) const MUL: u128 = 0x2360_ED05_1FC6_5DA4_4385_DF64_9FCC_F645;
 
 /// The stream of `rand_pcg::Pcg64::new(state, stream)`.
 #[derive(Clone, Copy, Debug)]

@@ -67,6 +67,7 @@ pub(crate) fn run_n(
             Pcg64Words::new(state, StreamUse::BatchA.stream()),
             size,
             cfg.sampling,
+            plan.simd,
         );
         s.batch_a.resize(n, 0);
         s.rewards_a.resize(n, 0.0);
@@ -83,6 +84,7 @@ pub(crate) fn run_n(
                 Pcg64Words::new(state, StreamUse::BatchB.stream()),
                 size,
                 cfg.sampling,
+                plan.simd,
             ),
             items: std::mem::take(&mut s.batch_b),
             pool: size,
