@@ -69,7 +69,7 @@ fn key_value(k: u64) -> f64 {
 
 /// Mid ranks from (key, index) pairs sorted by key: tied values share one
 /// rank.
-fn mid_ranks_sorted(xs: &[f64], order: &[(u64, u32)]) -> Vec<f64> {
+fn mid_ranks_sorted(xs: &[f64], order: &[(u64, usize)]) -> Vec<f64> {
     let n = xs.len();
     let mut out = vec![0.0; n];
     let mut lo = 0;
@@ -81,7 +81,7 @@ fn mid_ranks_sorted(xs: &[f64], order: &[(u64, u32)]) -> Vec<f64> {
         }
         let w = (lo as f64 + 0.5 * (hi - lo) as f64) / n as f64;
         for &(_, i) in &order[lo..hi] {
-            out[i as usize] = w;
+            out[i] = w;
         }
         lo = hi;
     }
@@ -103,15 +103,20 @@ const SMALL_BUCKET: u32 = 32;
 /// sorted by a comparison sort, so crowded data stays O(n log n). Non-finite
 /// values, or pools beyond 2³² items, take the comparison sort.
 /// `tests::bucket_order_is_the_comparison_sorts` holds it to the plain sort.
-fn bucket_order(xs: &[f64]) -> Vec<(u64, u32)> {
+fn bucket_order(xs: &[f64]) -> Vec<(u64, usize)> {
     let n = xs.len();
+    // `f64::min`/`max` skip NaN, so NaN is looked for on its own (it would
+    // land in bucket 0 yet sort last).
     let (min, max) = xs
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
             (lo.min(x), hi.max(x))
         });
     let scale = n as f64 / (max - min);
-    if !(scale.is_finite() && scale > 0.0) || u32::try_from(n).is_err() {
+    if !(scale.is_finite() && scale > 0.0)
+        || u32::try_from(n).is_err()
+        || xs.iter().any(|x| x.is_nan())
+    {
         return comparison_order(xs);
     }
     let bucket = |x: f64| (((x - min) * scale) as usize).min(n - 1);
@@ -124,12 +129,12 @@ fn bucket_order(xs: &[f64]) -> Vec<(u64, u32)> {
         crowded |= start[b + 1] > SMALL_BUCKET;
         start[b + 1] += start[b];
     }
-    let mut order = vec![(0u64, 0u32); n];
+    let mut order = vec![(0u64, 0usize); n];
     {
         let mut fill = start.clone();
         for (i, &x) in xs.iter().enumerate() {
             let b = bucket(x);
-            order[fill[b] as usize] = (order_key(x), i as u32);
+            order[fill[b] as usize] = (order_key(x), i);
             fill[b] += 1;
         }
     }
@@ -154,11 +159,11 @@ fn bucket_order(xs: &[f64]) -> Vec<(u64, u32)> {
 }
 
 /// `xs`'s (key, index) pairs sorted by key with a comparison sort.
-fn comparison_order(xs: &[f64]) -> Vec<(u64, u32)> {
-    let mut order: Vec<(u64, u32)> = xs
+fn comparison_order(xs: &[f64]) -> Vec<(u64, usize)> {
+    let mut order: Vec<(u64, usize)> = xs
         .iter()
         .enumerate()
-        .map(|(i, &x)| (order_key(x), i as u32))
+        .map(|(i, &x)| (order_key(x), i))
         .collect();
     order.sort_unstable_by_key(|&(k, _)| k);
     order
@@ -248,16 +253,17 @@ mod tests {
                 .collect(),
             vec![0.0, -0.0, 0.0, -0.0, 1e-300, -1e-300],
             vec![1.0, f64::NAN, -2.0, f64::INFINITY, 0.5],
+            vec![1.0, f64::NAN, -2.0, f64::NAN, 0.5, 0.25],
             vec![3.0],
             vec![1e308, -1e308, 0.0, 5.0],
         ];
         cases.push((0..999).map(|i| f64::from(i % 13) * 1e-9).collect());
         for xs in &cases {
             let (b, c) = (bucket_order(xs), comparison_order(xs));
-            let keys = |o: &[(u64, u32)]| o.iter().map(|p| p.0).collect::<Vec<_>>();
+            let keys = |o: &[(u64, usize)]| o.iter().map(|p| p.0).collect::<Vec<_>>();
             assert_eq!(keys(&b), keys(&c), "{:?}", &xs[..xs.len().min(8)]);
             for &(k, i) in &b {
-                assert_eq!(k, order_key(xs[i as usize]));
+                assert_eq!(k, order_key(xs[i]));
             }
             assert_eq!(mid_ranks_sorted(xs, &b), mid_ranks_sorted(xs, &c));
         }

@@ -63,7 +63,7 @@ impl Drawer {
     pub(crate) fn new(rng: Pcg64Words, pool: usize, sampling: Sampling, simd: SimdLevel) -> Self {
         let without = sampling == Sampling::WithoutReplacement;
         Self {
-            avx512: simd == SimdLevel::Avx512,
+            avx512: simd == SimdLevel::Avx512 && cpu_has_avx512(),
             rng: HalfWords::new(rng),
             without,
             perm: if without {
@@ -116,9 +116,10 @@ impl Drawer {
         let mut stop = k;
         while k + 2 <= out.len() {
             if k >= stop {
-                #[cfg(target_arch = "x86_64")]
+                #[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
                 if self.avx512 {
-                    // SAFETY: `avx512` is set only when the CPU has AVX-512F/DQ.
+                    // SAFETY: `avx512` is set only when the CPU has AVX-512F/DQ
+                    // (checked in `new`, whatever the plan asks for).
                     k += unsafe { super::draw_avx512::fill_blocks(&mut g, r32, &mut out[k..]) };
                 }
                 stop = (k + 16).min(out.len());
@@ -150,6 +151,20 @@ impl Drawer {
         for o in &mut out[k..] {
             *o = index_below(&mut self.rng, pool);
         }
+    }
+}
+
+/// Whether this CPU runs [`super::draw_avx512`] (AVX-512F and DQ; the
+/// vector code stores 64-bit indices, so `usize` must be 64 bits).
+fn cpu_has_avx512() -> bool {
+    #[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_pointer_width = "64")))]
+    {
+        false
     }
 }
 
@@ -310,15 +325,20 @@ mod tests {
     }
 
     /// `fill` gives the indices `next` gives one by one, whatever the
-    /// lengths asked and however often Canon's second word is needed
-    /// (ranges where the biased zone is a quarter or a half of the words,
-    /// so the vector blocks are often left to the scalar loop), with and
-    /// without replacement, at every SIMD level the CPU has.
+    /// lengths asked and however often Canon's second word is needed (never;
+    /// on 0.2 % or 5 % of the halves, so vector blocks succeed and then one
+    /// stops mid-batch; on a quarter or a half, so the scalar loop takes
+    /// nearly every block), with and without replacement, at every SIMD
+    /// level the CPU has.
     #[test]
     fn fill_is_next_one_by_one() {
         use super::{Drawer, Sampling, SimdLevel};
         for (range, sampling) in [
             (10_000usize, Sampling::WithReplacement),
+            // Canon's correction on ~0.2 % and ~5 % of the halves: vector
+            // blocks succeed, then one stops mid-batch on a biased half.
+            ((1 << 32) / 500 + 1, Sampling::WithReplacement),
+            ((1 << 32) / 20 + 1, Sampling::WithReplacement),
             (3 << 30, Sampling::WithReplacement),
             ((1 << 31) + 1, Sampling::WithReplacement),
             (7, Sampling::WithReplacement),
@@ -333,7 +353,7 @@ mod tests {
                         Drawer::new(Pcg64Words::new(11 + seed, 2), range, sampling, simd);
                     let mut len = 0;
                     for chunk in [
-                        0usize, 1, 2, 3, 32, 1, 64, 5, 0, 100, 7, 2, 1000, 17, 16, 15,
+                        0usize, 1, 2, 3, 32, 1, 64, 5, 0, 100, 7, 2, 1000, 17, 16, 15, 4096,
                     ] {
                         if sampling == Sampling::WithoutReplacement && len + chunk > range {
                             break;

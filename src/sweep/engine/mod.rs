@@ -19,7 +19,7 @@
 //! and dropped before the next.
 
 mod draw;
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
 mod draw_avx512;
 mod eps_table;
 pub mod lockstep;
