@@ -160,9 +160,11 @@ pub(crate) fn privitp_lockstep(
         n,
         nodes,
     };
-    match plan.simd {
+    // A plan's level is a public field: capped by what the CPU has, so safe
+    // code cannot ask for instructions that are not there.
+    match plan.simd.min(best_available()) {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: the level is only ever set from run-time detection.
+        // SAFETY: the level is at most the best the CPU was detected to run.
         SimdLevel::Avx512 => unsafe { walk_avx512(&walk, cand, ls, &mut slow, &mut values) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
@@ -251,15 +253,23 @@ impl SimdLevel {
 }
 
 fn detect() -> SimdLevel {
-    let best = *SimdLevel::available()
-        .last()
-        .unwrap_or(&SimdLevel::Baseline);
+    let best = best_available();
     let cap = match std::env::var("PRIVALIGN_SIMD").as_deref() {
         Ok("baseline") => SimdLevel::Baseline,
         Ok("avx2") => SimdLevel::Avx2,
         _ => SimdLevel::Avx512,
     };
     best.min(cap)
+}
+
+/// The best level this CPU runs (detected once).
+fn best_available() -> SimdLevel {
+    static BEST: std::sync::OnceLock<SimdLevel> = std::sync::OnceLock::new();
+    *BEST.get_or_init(|| {
+        *SimdLevel::available()
+            .last()
+            .unwrap_or(&SimdLevel::Baseline)
+    })
 }
 
 /// The walk's instruction set for this process.
