@@ -63,7 +63,7 @@ impl Drawer {
     pub(crate) fn new(rng: Pcg64Words, pool: usize, sampling: Sampling, simd: SimdLevel) -> Self {
         let without = sampling == Sampling::WithoutReplacement;
         Self {
-            avx512: simd == SimdLevel::Avx512 && cpu_has_avx512(),
+            avx512: simd.capped() == SimdLevel::Avx512,
             rng: HalfWords::new(rng),
             without,
             perm: if without {
@@ -119,7 +119,7 @@ impl Drawer {
                 #[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
                 if self.avx512 {
                     // SAFETY: `avx512` is set only when the CPU has AVX-512F/DQ
-                    // (checked in `new`, whatever the plan asks for).
+                    // (`SimdLevel::capped` in `new`, whatever the plan asks for).
                     k += unsafe { super::draw_avx512::fill_blocks(&mut g, r32, &mut out[k..]) };
                 }
                 stop = (k + 16).min(out.len());
@@ -151,20 +151,6 @@ impl Drawer {
         for o in &mut out[k..] {
             *o = index_below(&mut self.rng, pool);
         }
-    }
-}
-
-/// Whether this CPU runs [`super::draw_avx512`] (AVX-512F and DQ; the
-/// vector code stores 64-bit indices, so `usize` must be 64 bits).
-fn cpu_has_avx512() -> bool {
-    #[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512dq")
-    }
-    #[cfg(not(all(target_arch = "x86_64", target_pointer_width = "64")))]
-    {
-        false
     }
 }
 

@@ -6,6 +6,7 @@
 //! cuts each into its two 32-bit halves, maps each half to an index by
 //! Canon's multiply, and advances every lane by eight steps at once
 //! (s ← a⁸·s + c·(1 + a + … + a⁷), exact in wrapping 128-bit arithmetic,
+//! the constants computed at compile time,
 //! done on 64-bit lanes with 32-bit partial products). A block any of whose
 //! sixteen halves falls in Canon's biased zone is left unconsumed for the
 //! scalar loop, which knows the correction's word shift. Integer arithmetic
@@ -16,15 +17,18 @@ use std::arch::x86_64::*;
 
 use super::pcg::{MUL, Pcg64Words};
 
-/// (a^k, c·(1 + a + … + a^{k−1})): k steps of s ← a·s + c at once.
-fn leap(inc: u128, k: u32) -> (u128, u128) {
-    let (mut m, mut c) = (1u128, 0u128);
-    for _ in 0..k {
+/// (a⁸, 1 + a + … + a⁷), wrapping: eight steps of s ← a·s + c are
+/// s ← a⁸·s + c·(1 + a + … + a⁷), whatever the stream's increment c.
+const LEAP8: (u128, u128) = {
+    let (mut m, mut sum) = (1u128, 0u128);
+    let mut k = 0;
+    while k < 8 {
+        sum = sum.wrapping_add(m);
         m = m.wrapping_mul(MUL);
-        c = c.wrapping_mul(MUL).wrapping_add(inc);
+        k += 1;
     }
-    (m, c)
-}
+    (m, sum)
+};
 
 /// Fills `out` from its start with indices below `range`, sixteen per block
 /// (eight words), stopping before the first block with a biased half or
@@ -38,7 +42,7 @@ pub(crate) unsafe fn fill_blocks(g: &mut Pcg64Words, range: u32, out: &mut [usiz
     if out.len() < 16 {
         return 0;
     }
-    let (m8, c8) = leap(g.inc, 8);
+    let (m8, c8) = (LEAP8.0, g.inc.wrapping_mul(LEAP8.1));
     let mut st = [0u128; 8];
     let mut s = *g;
     for x in st.iter_mut() {
@@ -123,18 +127,20 @@ pub(crate) unsafe fn fill_blocks(g: &mut Pcg64Words, range: u32, out: &mut [usiz
 
 #[cfg(test)]
 mod tests {
-    use super::leap;
+    use super::LEAP8;
     use crate::sweep::engine::pcg::Pcg64Words;
 
-    /// The leap is k single steps.
+    /// The leap is eight single steps, for several streams.
     #[test]
-    fn leap_is_k_steps() {
-        let mut g = Pcg64Words::new(5, 9);
-        let (m, c) = leap(g.inc, 8);
-        let s0 = g.state;
-        for _ in 0..8 {
-            g.next_u64();
+    fn leap_is_eight_steps() {
+        for stream in [0u128, 1, 2, 9, u128::MAX >> 1] {
+            let mut g = Pcg64Words::new(5, stream);
+            let s0 = g.state;
+            for _ in 0..8 {
+                g.next_u64();
+            }
+            let c8 = g.inc.wrapping_mul(LEAP8.1);
+            assert_eq!(LEAP8.0.wrapping_mul(s0).wrapping_add(c8), g.state);
         }
-        assert_eq!(m.wrapping_mul(s0).wrapping_add(c), g.state);
     }
 }

@@ -160,9 +160,7 @@ pub(crate) fn privitp_lockstep(
         n,
         nodes,
     };
-    // A plan's level is a public field: capped by what the CPU has, so safe
-    // code cannot ask for instructions that are not there.
-    match plan.simd.min(best_available()) {
+    match plan.simd.capped() {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the level is at most the best the CPU was detected to run.
         SimdLevel::Avx512 => unsafe { walk_avx512(&walk, cand, ls, &mut slow, &mut values) },
@@ -230,6 +228,14 @@ pub enum SimdLevel {
 }
 
 impl SimdLevel {
+    /// This level, capped by the best the CPU runs: a plan's level is a
+    /// public field, and no caller may run instructions the CPU lacks —
+    /// every dispatch on a level (the walk, the batch draws) goes through
+    /// this.
+    pub fn capped(self) -> SimdLevel {
+        self.min(best_available())
+    }
+
     /// Every level this CPU can run, lowest first.
     pub fn available() -> Vec<SimdLevel> {
         let mut v = vec![SimdLevel::Baseline];
