@@ -40,7 +40,8 @@ use crate::results::fsrc::{FSRC_FILE, fsrc_frame, read_fsrc};
 use crate::results::manifest::{DatasetRecord, MANIFEST_FILE, ResultsManifest, TransformRecord};
 use crate::results::parquet_io::write_frame;
 use crate::results::summary::{SUMMARY_FILE, summary_frame};
-use crate::sweep::blocks::{content_sha256, gen_seconds_mean, write_cells};
+use crate::sweep::block_files::write_cells;
+use crate::sweep::blocks::{content_sha256, gen_seconds_mean};
 use crate::sweep::run::{git_commit, host};
 
 /// What a merge did.

@@ -32,9 +32,9 @@ use crate::fsutil::lock::ResultsLock;
 use crate::fsutil::write_atomic;
 use crate::results::fsrc::fsrc_frame;
 use crate::results::parquet_io::write_frame;
+use crate::sweep::block_files::write_block;
 use crate::sweep::blocks::{
     all_pools, block_file_name, blocks_to_compute, open_datasets, prepare_reward_model, run_blocks,
-    write_block,
 };
 use crate::sweep::fsrc::fsrc_rows;
 use crate::sweep::run::{config_hash, host};

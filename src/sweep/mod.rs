@@ -8,6 +8,7 @@
 //!   items in parallel with rayon.
 //! * [`fsrc`] answers a prompt stream with PrivITP under FSRC composition.
 
+pub mod block_files;
 pub mod blocks;
 pub mod conventions;
 pub mod engine;

@@ -29,9 +29,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use super::block_files::{write_block, write_cells};
 use super::blocks::{
     all_pools, block_file_name, blocks_to_compute, fsrc_wanted, gen_seconds_mean, open_datasets,
-    prepare_reward_model, run_blocks, write_block, write_cells,
+    prepare_reward_model, run_blocks,
 };
 pub use super::fsrc::fsrc_only;
 use super::fsrc::fsrc_rows;

@@ -196,28 +196,66 @@ fn index_below_64(rng: &mut HalfWords, r64: u64) -> u64 {
 
 /// Batch B, drawn on demand and shared by every ITP/PrivITP setting (and
 /// every λ̃ node) of a replicate: common random numbers, and a walk that
-/// stops early never pays for the rest of the batch.
+/// stops early never pays for most of the batch.
+///
+/// Positions are drawn in order from the batch's own stream, so drawing a
+/// few ahead of a walk ([`LazyBatch::get`] fills [`DRAW_AHEAD`] at a time,
+/// never beyond the batch's `n`) changes no position's value.
+///
+/// `items` is scratch reused across replicates: its first `drawn` entries
+/// are this replicate's draws, the rest stale values of earlier ones (never
+/// read), so a replicate neither clears nor zero-fills it.
 pub(crate) struct LazyBatch {
-    pub(crate) drawer: Drawer,
-    pub(crate) items: Vec<usize>,
-    pub(crate) pool: usize,
+    drawer: Drawer,
+    items: Vec<usize>,
+    drawn: usize,
+    pool: usize,
+    n: usize,
 }
 
+/// Positions [`LazyBatch::get`] draws at a time: a one-at-a-time walk (ITP)
+/// pays one call into the drawer per block, not per candidate.
+const DRAW_AHEAD: usize = 32;
+
 impl LazyBatch {
-    /// Draw positions up to `end` (exclusive) if not yet drawn.
-    #[inline]
-    pub(crate) fn ensure(&mut self, end: usize) {
-        let len = self.items.len();
-        if len < end {
-            self.items.resize(end, 0);
-            self.drawer.fill(self.pool, &mut self.items[len..]);
+    /// A fresh batch of `n` draws from a pool of `pool` items by `drawer`,
+    /// reusing `scratch`'s allocation.
+    pub(crate) fn new(drawer: Drawer, scratch: Vec<usize>, pool: usize, n: usize) -> Self {
+        Self {
+            drawer,
+            items: scratch,
+            drawn: 0,
+            pool,
+            n,
         }
     }
 
-    /// Pool index of batch position `t` (0-based).
+    /// The scratch, for the next replicate.
+    pub(crate) fn into_scratch(self) -> Vec<usize> {
+        self.items
+    }
+
+    /// Draw positions up to `end` (exclusive, at most `n`) if not yet drawn.
+    #[inline]
+    pub(crate) fn ensure(&mut self, end: usize) {
+        let drawn = self.drawn;
+        if drawn < end {
+            assert!(end <= self.n, "batch B has {} positions", self.n);
+            if self.items.len() < end {
+                // Grows only the first time a replicate walks this far.
+                self.items.resize(end, 0);
+            }
+            self.drawer.fill(self.pool, &mut self.items[drawn..end]);
+            self.drawn = end;
+        }
+    }
+
+    /// Pool index of batch position `t` (0-based, below `n`).
     #[inline]
     pub(crate) fn get(&mut self, t: usize) -> usize {
-        self.ensure(t + 1);
+        if t >= self.drawn {
+            self.ensure((t + DRAW_AHEAD).min(self.n).max(t + 1));
+        }
         self.items[t]
     }
 }
@@ -229,16 +267,16 @@ pub(crate) enum Candidates<'a> {
 }
 
 impl Candidates<'_> {
-    /// Pool indices of positions `start..start + out.len()`.
+    /// Pool indices of positions `start..start + len` (drawn if need be).
     #[inline]
-    pub(crate) fn fill(&mut self, start: usize, out: &mut [usize]) {
-        let end = start + out.len();
+    pub(crate) fn block(&mut self, start: usize, len: usize) -> &[usize] {
+        let end = start + len;
         match self {
             Candidates::Fresh(b) => {
                 b.ensure(end);
-                out.copy_from_slice(&b.items[start..end]);
+                &b.items[start..end]
             }
-            Candidates::Shared(a) => out.copy_from_slice(&a[start..end]),
+            Candidates::Shared(a) => &a[start..end],
         }
     }
 

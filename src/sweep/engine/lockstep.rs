@@ -321,7 +321,6 @@ fn walk_avx512(
 /// A block's per-candidate data, gathered once for every lane group.
 struct BlockData {
     len: usize,
-    item: [usize; BLOCK],
     row: [usize; BLOCK],
     d: [f64; BLOCK],
     gb: [f64; BLOCK],
@@ -350,7 +349,6 @@ fn walk_blocks<V: Lanes>(
     let mut live_slow = slow.len();
     let mut blk = BlockData {
         len: 0,
-        item: [0; BLOCK],
         row: [0; BLOCK],
         d: [0.0; BLOCK],
         gb: [0.0; BLOCK],
@@ -364,9 +362,9 @@ fn walk_blocks<V: Lanes>(
     while t0 < w.n && (ls.alive.iter().any(|&a| a) || live_slow > 0) {
         let len = BLOCK.min(w.n - t0);
         blk.len = len;
-        cand.fill(t0, &mut blk.item[..len]);
-        for j in 0..len {
-            let it = &w.items[blk.item[j]];
+        let block_items = cand.block(t0, len);
+        for (j, &i) in block_items.iter().enumerate() {
+            let it = &w.items[i];
             blk.r[j] = it.r;
             blk.gb[j] = it.gb;
         }
@@ -436,7 +434,7 @@ fn walk_blocks<V: Lanes>(
                     qt += w.nodes[sl.k].1 * pk;
                 }
             }
-            let v = &w.items[blk.item[j]].values;
+            let v = &w.items[block_items[j]].values;
             let a = &mut acc[j % 4];
             a[0] = qt.mul_add(v.gold, a[0]);
             a[1] = qt.mul_add(v.proxy, a[1]);

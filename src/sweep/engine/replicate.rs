@@ -79,17 +79,17 @@ pub(crate) fn run_n(
             *ri = r;
             top.push(r, t);
         }
-        let mut batch_b = LazyBatch {
-            drawer: Drawer::new(
+        let mut batch_b = LazyBatch::new(
+            Drawer::new(
                 Pcg64Words::new(state, StreamUse::BatchB.stream()),
                 size,
                 cfg.sampling,
                 plan.simd,
             ),
-            items: std::mem::take(&mut s.batch_b),
-            pool: size,
-        };
-        batch_b.items.clear();
+            std::mem::take(&mut s.batch_b),
+            size,
+            n,
+        );
         s.lambdas.clear();
         s.lambdas.resize(plan.betas.len(), None);
         for (k, alg) in cfg.algorithms.iter().enumerate() {
@@ -208,7 +208,7 @@ pub(crate) fn run_n(
             acc.halting_time = m.halting_time.map(|h| acc.halting_time.unwrap_or(0.0) + h);
             acc.eps = m.eps.map(|e| acc.eps.unwrap_or(0.0) + e);
         }
-        s.batch_b = batch_b.items;
+        s.batch_b = batch_b.into_scratch();
     }
     let r = cfg.replicates as f64;
     sums.iter()
