@@ -415,10 +415,36 @@ fn walk_blocks<V: Lanes>(
         if first {
             ls.q4[..len].fill([0.0; 4]);
         }
-        for j in 0..len {
-            let q = &ls.q4[j];
-            let mut qt = (q[0] + q[1]) + (q[2] + q[3]);
-            if live_slow > 0 {
+        // Σ_t q_t·values_t, step j into accumulator j mod 4.
+        let fold = |a: &mut [f64; 4], qt: f64, j: usize| {
+            let v = &w.items[block_items[j]].values;
+            a[0] = qt.mul_add(v.gold, a[0]);
+            a[1] = qt.mul_add(v.proxy, a[1]);
+            a[2] = qt.mul_add(v.win_gold, a[2]);
+            a[3] = qt.mul_add(v.win_proxy, a[3]);
+        };
+        let q_sum = |q: &[f64; 4]| (q[0] + q[1]) + (q[2] + q[3]);
+        if live_slow == 0 {
+            // The common case, four steps at a time so that the four
+            // accumulators stay in registers (the same operations in the
+            // same order as the general loop below).
+            let quads = len / 4;
+            let [mut a0, mut a1, mut a2, mut a3] = acc;
+            for k in 0..quads {
+                let j = 4 * k;
+                fold(&mut a0, q_sum(&ls.q4[j]), j);
+                fold(&mut a1, q_sum(&ls.q4[j + 1]), j + 1);
+                fold(&mut a2, q_sum(&ls.q4[j + 2]), j + 2);
+                fold(&mut a3, q_sum(&ls.q4[j + 3]), j + 3);
+            }
+            acc = [a0, a1, a2, a3];
+            for j in 4 * quads..len {
+                fold(&mut acc[j % 4], q_sum(&ls.q4[j]), j);
+            }
+        } else {
+            // Lanes walked by the scalar exact acceptance add their p to q_t.
+            for j in 0..len {
+                let mut qt = q_sum(&ls.q4[j]);
                 let tm1 = blk.t[j] - 1.0;
                 for sl in slow.iter_mut().filter(|s| s.survival > 0.0) {
                     let a = sl.acc.prob(blk.r[j]).clamp(0.0, 1.0);
@@ -433,13 +459,8 @@ fn walk_blocks<V: Lanes>(
                     }
                     qt += w.nodes[sl.k].1 * pk;
                 }
+                fold(&mut acc[j % 4], qt, j);
             }
-            let v = &w.items[block_items[j]].values;
-            let a = &mut acc[j % 4];
-            a[0] = qt.mul_add(v.gold, a[0]);
-            a[1] = qt.mul_add(v.proxy, a[1]);
-            a[2] = qt.mul_add(v.win_gold, a[2]);
-            a[3] = qt.mul_add(v.win_proxy, a[3]);
         }
         t0 += len;
     }
