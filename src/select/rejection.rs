@@ -53,29 +53,79 @@ pub fn rejection_conditional_visit(
     mut accept: impl FnMut(usize) -> f64,
     mut visit: impl FnMut(usize, f64),
 ) -> RejectionOutcome {
-    let mut out = RejectionOutcome::default();
-    let mut survival = 1.0;
+    let mut walk = ConditionalWalk::new();
     for t in 1..=n {
         let i = next_candidate();
-        let a = accept(i).clamp(0.0, 1.0);
-        let p = survival * a;
+        let (p, goes_on) = walk.step(&pool.values[i], accept(i), t);
         visit(t, p);
-        out.values.add_scaled(&pool.values[i], p);
-        out.halting_time += p * t as f64;
-        out.phase2_generated += survival; // candidate t is generated iff t−1 were rejected
-        out.rejections_before_accept += p * (t - 1) as f64;
-        out.accepted += p;
-        survival -= p;
-        if survival < SURVIVAL_EPS {
-            survival = 0.0;
+        if !goes_on {
             break;
         }
     }
-    out.fallback = survival;
-    visit(n + 1, survival);
-    out.values.add_scaled(&pool.mean, survival);
-    out.halting_time += survival * (n + 1) as f64;
-    out
+    visit(n + 1, walk.survival());
+    walk.finish(pool, n)
+}
+
+/// The conditional walk's state, one [`ConditionalWalk::step`] per
+/// candidate: the arithmetic of [`rejection_conditional`], shared with the
+/// engine's walk over blocks of a lazily drawn batch (which keeps this state
+/// in registers), so both give the same bits.
+#[derive(Clone, Copy, Debug)]
+pub struct ConditionalWalk {
+    out: RejectionOutcome,
+    survival: f64,
+}
+
+impl Default for ConditionalWalk {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ConditionalWalk {
+    pub fn new() -> Self {
+        Self {
+            out: RejectionOutcome::default(),
+            survival: 1.0,
+        }
+    }
+
+    /// Candidate `t` (1-based) with pool values `v` and acceptance
+    /// probability `a` (clamped to [0, 1]): returns P(halting at t) and
+    /// whether the walk goes on (false once the survival fell below
+    /// [`SURVIVAL_EPS`], which sets it to 0).
+    #[inline(always)]
+    pub fn step(&mut self, v: &Values, a: f64, t: usize) -> (f64, bool) {
+        let a = a.clamp(0.0, 1.0);
+        let p = self.survival * a;
+        let out = &mut self.out;
+        out.values.add_scaled(v, p);
+        out.halting_time += p * t as f64;
+        out.phase2_generated += self.survival; // candidate t is generated iff t−1 were rejected
+        out.rejections_before_accept += p * (t - 1) as f64;
+        out.accepted += p;
+        self.survival -= p;
+        if self.survival < SURVIVAL_EPS {
+            self.survival = 0.0;
+            return (p, false);
+        }
+        (p, true)
+    }
+
+    /// P(no candidate accepted so far).
+    pub fn survival(&self) -> f64 {
+        self.survival
+    }
+
+    /// The outcome after a walk over (at most) `n` candidates: the
+    /// remaining survival goes to the fallback (a fresh pool draw).
+    pub fn finish(self, pool: &Pool, n: usize) -> RejectionOutcome {
+        let mut out = self.out;
+        out.fallback = self.survival;
+        out.values.add_scaled(&pool.mean, self.survival);
+        out.halting_time += self.survival * (n + 1) as f64;
+        out
+    }
 }
 
 /// Literal Phase 2: returns (pool index returned, halting time t).

@@ -24,6 +24,7 @@ mod draw_avx512;
 mod eps_table;
 pub mod lockstep;
 mod pcg;
+mod phase2;
 pub mod prep;
 mod replicate;
 

@@ -14,6 +14,7 @@ use rand_pcg::Pcg64;
 use super::draw::{Candidates, Drawer, LazyBatch};
 use super::lockstep::{LaneScratch, privitp_lockstep};
 use super::pcg::Pcg64Words;
+use super::phase2::phase2;
 use super::prep::PoolPrep;
 use super::{Algorithm, Batches, Estimator, Metrics, Plan, PrivItpParams};
 use crate::privacy::accountant::{Phase2Terms, privbon_gumbel_eps};
@@ -22,7 +23,6 @@ use crate::select::lambda::solve_lambda_newton_from;
 use crate::select::pool::{Pool, Values};
 use crate::select::privbon::{privbon_gauss_sampled, softmax_weights_of};
 use crate::select::reference_scripts::{Conventions, Fallback};
-use crate::select::rejection::{RejectionOutcome, rejection_conditional, rejection_sampled};
 use crate::sweep::conventions::recredit;
 use crate::sweep::seed::{StreamKey, StreamUse};
 
@@ -482,86 +482,6 @@ fn privitp_general(
         out.eps = Some(out.eps.unwrap_or(0.0) + w * m.eps.unwrap_or(0.0));
     }
     out
-}
-
-/// Phase 2 on batch B (or A when shared) under either estimator, with the
-/// acceptance probability of a pool index. Returns the metrics without ε and,
-/// for the conditional estimator, the outcome law (for ε_2^post); for the
-/// sampled one, the realised halting time.
-#[allow(clippy::too_many_arguments)]
-fn phase2(
-    pool: &Pool,
-    prep: &PoolPrep,
-    n: usize,
-    batches: Batches,
-    cand: &mut Candidates,
-    estimator: Estimator,
-    rng: &mut Pcg64,
-    mut prob_of: impl FnMut(usize) -> f64,
-    mut coin: impl FnMut(f64, &mut Pcg64) -> bool,
-) -> (Metrics, RejectionOutcome) {
-    let size = pool.len();
-    let fresh = batches == Batches::Fresh;
-    let mut t = 0usize;
-    let mut next = || {
-        let i = cand.get(t);
-        t += 1;
-        i
-    };
-    let phase1 = n as f64;
-    match estimator {
-        Estimator::Conditional => {
-            let o = rejection_conditional(pool, n, &mut next, &mut prob_of);
-            let gens = if fresh {
-                phase1 + o.phase2_generated
-            } else {
-                phase1
-            };
-            (
-                Metrics {
-                    values: o.values,
-                    halting_time: Some(o.halting_time),
-                    generations: gens,
-                    eps: None,
-                },
-                o,
-            )
-        }
-        Estimator::Sampled => {
-            let (sel, t_halt) = rejection_sampled(
-                n,
-                rng,
-                &mut next,
-                |i, c| coin(prep.proxy[i], c),
-                |c| c.random_range(0..size),
-            );
-            let gens = if fresh {
-                phase1 + t_halt.min(n) as f64
-            } else {
-                phase1
-            };
-            let o = RejectionOutcome {
-                halting_time: t_halt as f64,
-                accepted: if t_halt <= n { 1.0 } else { 0.0 },
-                fallback: if t_halt > n { 1.0 } else { 0.0 },
-                rejections_before_accept: if t_halt <= n {
-                    (t_halt - 1) as f64
-                } else {
-                    0.0
-                },
-                ..Default::default()
-            };
-            (
-                Metrics {
-                    values: pool.values[sel],
-                    halting_time: Some(t_halt as f64),
-                    generations: gens,
-                    eps: None,
-                },
-                o,
-            )
-        }
-    }
 }
 
 #[cfg(test)]
