@@ -157,24 +157,27 @@ fn assemble_group(
             metrics: Vec::with_capacity(reader.prompts()),
         })
         .collect();
-    // The block files are read in parallel (the sweep's serial tail), then
-    // appended in block order.
-    let blocks: Vec<Result<Vec<Chunk>>> = (0..reader.blocks.len())
-        .into_par_iter()
-        .map(|b| {
-            let path = block_path(d, r, b);
-            read_block(&path, exp, ds, rm, reader, b).map_err(|e| {
-                input_error(format!(
-                    "{}: is not the block this config expects ({e:#}); rerun the sweep or shard that wrote it",
-                    path.display()
-                ))
-            })
+    // The block files are read a few at a time in parallel (the sweep's
+    // serial tail), each few appended in block order before the next is
+    // read: memory is the assembled chunks plus one block per thread (all
+    // blocks read at once had doubled a large sweep's peak).
+    let read = |b: usize| {
+        let path = block_path(d, r, b);
+        read_block(&path, exp, ds, rm, reader, b).map_err(|e| {
+            input_error(format!(
+                "{}: is not the block this config expects ({e:#}); rerun the sweep or shard that wrote it",
+                path.display()
+            ))
         })
-        .collect();
-    for chunks in blocks {
-        for (o, c) in out.iter_mut().zip(chunks?) {
-            o.base_accuracy.extend(c.base_accuracy);
-            o.metrics.extend(c.metrics);
+    };
+    let blocks: Vec<usize> = (0..reader.blocks.len()).collect();
+    for few in blocks.chunks(rayon::current_num_threads().max(1)) {
+        let read_now: Vec<Result<Vec<Chunk>>> = few.par_iter().map(|&b| read(b)).collect();
+        for chunks in read_now {
+            for (o, c) in out.iter_mut().zip(chunks?) {
+                o.base_accuracy.extend(c.base_accuracy);
+                o.metrics.extend(c.metrics);
+            }
         }
     }
     Ok(out)
