@@ -169,4 +169,59 @@ mod tests {
             );
         }
     }
+
+    /// On a lazily drawn batch (drawn 128 ahead of the walk, its scratch
+    /// reused and longer than n, at every SIMD level, with and without
+    /// replacement, n up to the pool size), the walk is the one-at-a-time
+    /// walk over one draw per candidate from a second drawer on the same
+    /// stream.
+    #[test]
+    fn lazy_batch_walks_as_drawn_one_at_a_time() {
+        use crate::sweep::engine::Sampling;
+        use crate::sweep::engine::draw::{Drawer, LazyBatch};
+        use crate::sweep::engine::lockstep::SimdLevel;
+        use crate::sweep::engine::pcg::Pcg64Words;
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(12);
+        let mut scratch = vec![usize::MAX; 1000];
+        for simd in SimdLevel::available() {
+            for trial in 0..120u128 {
+                let size = rng.random_range(1..300usize);
+                let proxy: Vec<f64> = (0..size).map(|_| rng.random::<f64>()).collect();
+                let pool = Pool::new(&proxy, &proxy);
+                let scale = [1.0, 0.02, 1e-4][(trial % 3) as usize];
+                let accept: Vec<f64> = (0..size).map(|_| rng.random::<f64>() * scale).collect();
+                let sampling = if trial % 2 == 0 {
+                    Sampling::WithReplacement
+                } else {
+                    Sampling::WithoutReplacement
+                };
+                let n = match trial % 4 {
+                    0 | 1 => size,
+                    _ => rng.random_range(1..=size),
+                };
+                let drawer = || Drawer::new(Pcg64Words::new(trial, 2), size, sampling, simd);
+                let mut single = drawer();
+                let want = rejection_conditional(
+                    &pool,
+                    n,
+                    || {
+                        let mut i = [0];
+                        single.fill(size, &mut i);
+                        i[0]
+                    },
+                    |i| accept[i],
+                );
+                let mut lazy = LazyBatch::new(drawer(), std::mem::take(&mut scratch), size, n);
+                let got = conditional_in_blocks(&pool, n, &mut Candidates::Fresh(&mut lazy), |i| {
+                    accept[i]
+                });
+                scratch = lazy.into_scratch();
+                assert_eq!(
+                    format!("{got:?}"),
+                    format!("{want:?}"),
+                    "{simd:?}, trial {trial}, n {n} of {size}, {sampling:?}"
+                );
+            }
+        }
+    }
 }
