@@ -50,11 +50,7 @@ pub fn column_hash(df: &DataFrame, name: &str, start: usize, len: usize) -> Resu
         .slice(start as i64, len);
     let mut h = Sha256::new();
     match c.dtype() {
-        DataType::Float32 => {
-            for v in c.f32()?.iter() {
-                h.update(v.unwrap_or(f32::NAN).to_le_bytes());
-            }
-        }
+        DataType::Float32 => update_f32s(&mut h, c.f32()?.iter().map(|v| v.unwrap_or(f32::NAN))),
         DataType::Int64 => {
             for v in c.i64()?.iter() {
                 h.update(v.unwrap_or(i64::MIN).to_le_bytes());
@@ -82,19 +78,28 @@ pub fn column_hash(df: &DataFrame, name: &str, start: usize, len: usize) -> Resu
 
 /// SHA-256 of f32 values as [`column_hash`] computes it for a Float32 column.
 pub fn f32_hash(values: &[f32]) -> String {
-    // The little-endian bytes of the values in order, handed to SHA-256 a
-    // few KiB at a time (one `update` per value spent most of a window
-    // read's hashing time on call overhead).
-    const CHUNK: usize = 1024;
     let mut h = Sha256::new();
-    let mut buf = [0u8; 4 * CHUNK];
-    for chunk in values.chunks(CHUNK) {
-        for (b, v) in buf.chunks_exact_mut(4).zip(chunk) {
-            b.copy_from_slice(&v.to_le_bytes());
-        }
-        h.update(&buf[..4 * chunk.len()]);
-    }
+    update_f32s(&mut h, values.iter().copied());
     hex::encode(h.finalize())
+}
+
+/// Feed the little-endian bytes of `values`, in order, to `h` a few KiB at
+/// a time (one `update` per value spent most of the hashing time on call
+/// overhead) — the one way both the ingest and the read side hash a Float32
+/// column.
+fn update_f32s(h: &mut Sha256, values: impl Iterator<Item = f32>) {
+    const CHUNK: usize = 1024;
+    let mut buf = [0u8; 4 * CHUNK];
+    let mut len = 0;
+    for v in values {
+        buf[len..len + 4].copy_from_slice(&v.to_le_bytes());
+        len += 4;
+        if len == buf.len() {
+            h.update(&buf[..]);
+            len = 0;
+        }
+    }
+    h.update(&buf[..len]);
 }
 
 /// Writes scores.parquet block by block as ranges of complete prompts
@@ -285,18 +290,24 @@ mod tests {
     use super::{column_hash, f32_hash};
     use polars::prelude::*;
 
-    /// The read side's hash (chunked) is the ingest side's (value by value)
-    /// at every length around the chunk size, and moves with one bit.
+    /// The read side's hash is the ingest side's, and both are SHA-256 of
+    /// the values' little-endian bytes in order (hashed in one go here), at
+    /// every length around the chunk size; one flipped bit moves it.
     #[test]
     fn f32_hash_is_the_ingest_column_hash() {
+        use sha2::{Digest, Sha256};
         let values: Vec<f32> = (0..3000).map(|i| (i as f32 * 0.37).sin() * 7.0).collect();
         let df = DataFrame::new_infer_height(vec![Column::new("x".into(), &values)]).unwrap();
         for len in [0, 1, 2, 1023, 1024, 1025, 2048, 2999, 3000] {
             for start in [0, 1] {
                 let len = len.min(values.len() - start);
+                let slice = &values[start..start + len];
+                let bytes: Vec<u8> = slice.iter().flat_map(|v| v.to_le_bytes()).collect();
+                let want = hex::encode(Sha256::digest(&bytes));
+                assert_eq!(f32_hash(slice), want, "start {start}, len {len}");
                 assert_eq!(
-                    f32_hash(&values[start..start + len]),
                     column_hash(&df, "x", start, len).unwrap(),
+                    want,
                     "start {start}, len {len}"
                 );
             }
