@@ -170,9 +170,12 @@ fn assemble_group(
             ))
         })
     };
-    let blocks: Vec<usize> = (0..reader.blocks.len()).collect();
-    for few in blocks.chunks(rayon::current_num_threads().max(1)) {
-        let read_now: Vec<Result<Vec<Chunk>>> = few.par_iter().map(|&b| read(b)).collect();
+    let (blocks, per_round) = (reader.blocks.len(), rayon::current_num_threads().max(1));
+    for first in (0..blocks).step_by(per_round) {
+        let read_now: Vec<Result<Vec<Chunk>>> = (first..(first + per_round).min(blocks))
+            .into_par_iter()
+            .map(read)
+            .collect();
         for chunks in read_now {
             for (o, c) in out.iter_mut().zip(chunks?) {
                 o.base_accuracy.extend(c.base_accuracy);

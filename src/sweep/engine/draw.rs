@@ -103,11 +103,7 @@ impl Drawer {
             }
         };
         let (range, zone) = (u64::from(r32), r32.wrapping_neg());
-        let mut k = 0;
-        while self.rng.spare.is_some() && k < out.len() {
-            out[k] = index_below(&mut self.rng, pool);
-            k += 1;
-        }
+        let mut k = self.drain_spare(pool, out, 0);
         // The common case, with the generator in registers: both halves of
         // one word, two independent Canon multiplies — sixteen indices a
         // block with AVX-512, the scalar loop taking a block the vector code
@@ -135,11 +131,7 @@ impl Drawer {
                 self.rng.rng = g;
                 self.rng.spare = Some((w >> 32) as u32);
                 out[k] = finish_canon(&mut self.rng, a, r32);
-                k += 1;
-                while self.rng.spare.is_some() && k < out.len() {
-                    out[k] = index_below(&mut self.rng, pool);
-                    k += 1;
-                }
+                k = self.drain_spare(pool, out, k + 1);
                 g = self.rng.rng;
                 continue;
             }
@@ -151,6 +143,18 @@ impl Drawer {
         for o in &mut out[k..] {
             *o = index_below(&mut self.rng, pool);
         }
+    }
+
+    /// Draws `out[k..]` one at a time while a spare half is pending (the
+    /// paired loop of [`Self::fill`] starts at a word boundary); returns the
+    /// next position.
+    #[inline(always)]
+    fn drain_spare(&mut self, pool: usize, out: &mut [usize], mut k: usize) -> usize {
+        while self.rng.spare.is_some() && k < out.len() {
+            out[k] = index_below(&mut self.rng, pool);
+            k += 1;
+        }
+        k
     }
 }
 

@@ -63,12 +63,15 @@ pub(crate) fn run_n(
     let states = key.replicate_states();
     for rep in 0..cfg.replicates {
         let state = states.state(rep);
-        let mut da = Drawer::new(
-            Pcg64Words::new(state, StreamUse::BatchA.stream()),
-            size,
-            cfg.sampling,
-            plan.simd,
-        );
+        let drawer = |batch: StreamUse| {
+            Drawer::new(
+                Pcg64Words::new(state, batch.stream()),
+                size,
+                cfg.sampling,
+                plan.simd,
+            )
+        };
+        let mut da = drawer(StreamUse::BatchA);
         s.batch_a.resize(n, 0);
         s.rewards_a.resize(n, 0.0);
         // BoN's maximum is tracked while drawing: the draws' latency hides it.
@@ -80,12 +83,7 @@ pub(crate) fn run_n(
             top.push(r, t);
         }
         let mut batch_b = LazyBatch::new(
-            Drawer::new(
-                Pcg64Words::new(state, StreamUse::BatchB.stream()),
-                size,
-                cfg.sampling,
-                plan.simd,
-            ),
+            drawer(StreamUse::BatchB),
             std::mem::take(&mut s.batch_b),
             size,
             n,
